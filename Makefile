@@ -1,0 +1,31 @@
+# The course's entry points. `make lab` and `make test` set up .venv themselves on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: lab test test-unit test-notebooks bench data clean-venv
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	touch $(STAMP)
+
+lab: $(STAMP)  ## open JupyterLab on the notebooks
+	$(VENV)/bin/jupyter lab notebooks/
+
+test: $(STAMP)  ## unit tests and every notebook re-run and compared with its stored outputs
+	$(PY) -m pytest --nbval tests notebooks
+
+test-unit: $(STAMP)
+	$(PY) -m pytest tests
+
+test-notebooks: $(STAMP)
+	$(PY) -m pytest --nbval notebooks
+
+data: $(STAMP)  ## regenerate data/train.txt and data/val.txt (the documented command)
+	$(PY) -m minitf data make --task shift --n 450 --seed 0 --out data/train.txt --force
+	$(PY) -m minitf data make --task shift --n 75 --seed 1 --exclude data/train.txt --out data/val.txt --force
+
+clean-venv:
+	rm -rf $(VENV)

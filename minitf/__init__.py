@@ -1,0 +1,17 @@
+"""minitf: a minimal Transformer, taught from the bytes up."""
+from .attention import MultiHeadAttention, attention, causal_mask
+from .checkpoint import CheckpointError, load, save
+from .config import Config, seed_dropout
+from .data import (DataError, Pair, ReadReport, TASKS, make_batch, make_pairs, read_pairs, sequence,
+                   shift_bytes, write_pairs)
+from .evaluate import evaluate, masked_loss
+from .exercises import ExerciseError, check_function, compare
+from .ffn import FeedForward
+from .generate import generate
+from .model import Block, Transformer, count_parameters, format_parameter_table, parameter_table
+from .norms import LayerNorm, RMSNorm
+from .rope import apply_rope, rope_angles, rope_frequencies, sinusoidal_table
+from .tokens import EOS, IGNORE, PAD, TAB, decode, encode, show
+from .train import History, train
+
+__version__ = "0.1.0"

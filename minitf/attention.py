@@ -1,0 +1,63 @@
+"""Causal multi-head self-attention, written out so its weights can be looked at.
+
+softmax(Q Kᵀ / √head_dim + causal mask) V, per head. `attention` is the teaching path (it returns
+the weights); the module uses PyTorch's fused `F.scaled_dot_product_attention` when nobody asks for
+the weights. Tests check that the two agree.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import Config
+from .rope import apply_rope, rope_frequencies
+
+
+def causal_mask(T: int, device=None) -> torch.Tensor:
+    """(T, T) bool, True where position i may NOT look: the future j > i."""
+    return torch.triu(torch.ones(T, T, dtype=torch.bool, device=device), diagonal=1)
+
+
+def attention(q, k, v, causal: bool = True):
+    """Scaled dot-product attention. q, k, v: (B, H, T, hd) → output (B, H, T, hd), weights (B, H, T, T)."""
+    T = q.size(-2)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, T)
+    if causal:
+        scores = scores.masked_fill(causal_mask(T, q.device), float("-inf"))
+    weights = scores.softmax(dim=-1)  # each row sums to 1 over the positions it may see
+    return weights @ v, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """Q, K, V from one fused projection, RoPE on Q and K, causal attention per head, then W_O."""
+
+    def __init__(self, config: Config):
+        super().__init__()
+        self.n_heads, self.head_dim = config.n_heads, config.head_dim
+        self.rope = config.positional == "rope"
+        self.rope_on_v = config.rope_on_v
+        self.qkv = nn.Linear(config.d_model, 3 * config.attn_dim)  # rows: [W_Q; W_K; W_V]
+        self.out = nn.Linear(config.attn_dim, config.d_model)       # W_O
+        if self.rope or self.rope_on_v:
+            # one row of frequencies per head, so a grown model can keep them per head
+            self.register_buffer(
+                "inv_freq", rope_frequencies(config.head_dim, config.rope_base, config.n_heads))
+
+    def forward(self, x, rope_cos=None, rope_sin=None, need_weights: bool = False):
+        """x: (B, T, C) → (B, T, C), and the weights (B, H, T, T) if asked for."""
+        B, T, _ = x.shape
+        q, k, v = self.qkv(x).split(self.n_heads * self.head_dim, dim=-1)  # (B, T, H·hd) each
+        q, k, v = (t.view(B, T, self.n_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
+        if self.rope:
+            q, k = apply_rope(q, rope_cos, rope_sin), apply_rope(k, rope_cos, rope_sin)
+        if self.rope_on_v:
+            v = apply_rope(v, rope_cos, rope_sin)
+        if need_weights:
+            y, weights = attention(q, k, v, causal=True)  # (B, H, T, hd), (B, H, T, T)
+        else:
+            y, weights = F.scaled_dot_product_attention(q, k, v, is_causal=True), None
+        y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # heads side by side
+        return self.out(y), weights

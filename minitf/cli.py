@@ -1,0 +1,158 @@
+"""`python -m minitf …`: check and make data, train, evaluate, generate from the command line."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .checkpoint import CheckpointError, load, save
+from .config import Config
+from .data import TASKS, DataError, make_pairs, read_pairs, write_pairs
+from .evaluate import evaluate
+from .generate import generate
+from .model import Transformer, count_parameters
+from .train import train
+
+
+def fail(message: str) -> int:
+    print(f"minitf: error: {message}", file=sys.stderr)
+    return 2
+
+
+def cmd_data_check(args) -> int:
+    bad = 0
+    for path in args.files:
+        pairs, report = read_pairs(path, strict=False, max_len=args.max_len)
+        for line, reason in report.skipped:
+            print(f"{path}:{line}: {reason}")
+        print(report)
+        bad += len(report.skipped)
+    return 1 if bad else 0
+
+
+def cmd_data_make(args) -> int:
+    exclude = [p.input for f in args.exclude for p in read_pairs(f)]
+    pairs = make_pairs(args.task, args.n, args.seed, min_len=args.min_len, max_len=args.max_len,
+                       exclude=exclude)
+    write_pairs(args.out, pairs, overwrite=args.force)
+    print(f"wrote {len(pairs)} {args.task} pairs (seed {args.seed}) to {args.out}")
+    return 0
+
+
+def config_from_args(args) -> Config:
+    return Config(d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
+                  d_ff=args.d_ff or 2 * args.d_model, norm_position=args.norm_position,
+                  norm=args.norm, activation=args.activation, dropout=args.dropout,
+                  max_len=args.max_len)
+
+
+def cmd_train(args) -> int:
+    if Path(args.out).exists() and not args.force:
+        return fail(f"{args.out} exists; pass --force to replace it")
+    import torch
+    torch.manual_seed(args.seed)
+    train_pairs = (read_pairs(args.train) if args.train else
+                   make_pairs(args.task, args.n_train, args.seed + 1000, max_len=args.pair_len))
+    val_pairs = (read_pairs(args.val) if args.val else
+                 make_pairs(args.task, 200, args.seed + 2000, max_len=args.pair_len,
+                            exclude=[p.input for p in train_pairs]))
+    model = Transformer(config_from_args(args))
+    print(f"model: {count_parameters(model):,} parameters, {len(train_pairs)} training pairs "
+          f"({'from ' + args.train if args.train else f'generated {args.task}'})")
+    hist = train(model, train_pairs, val_pairs, steps=args.steps, batch_size=args.batch_size,
+                 lr=args.lr, warmup=args.warmup, seed=args.seed, eval_every=args.eval_every,
+                 progress=not args.no_progress)
+    for v in hist.val:
+        print(f"step {v['step']:6d}  val loss {v['loss']:.4f}  char acc {v['char_accuracy']:.4f}  "
+              f"exact {v['exact_match']:.4f}")
+    final = hist.val[-1]
+    save(model, args.out, overwrite=args.force, metadata={
+        "command": " ".join(sys.argv), "steps": args.steps, "seed": args.seed,
+        "train_seconds": round(hist.seconds, 1), "val": final})
+    print(f"trained {args.steps} steps in {hist.seconds:.1f} s; saved {args.out}")
+    return 0
+
+
+def cmd_eval(args) -> int:
+    model = load(args.checkpoint)
+    metrics = evaluate(model, read_pairs(args.data, max_len=model.config.max_len))
+    print(json.dumps({k: round(v, 4) for k, v in metrics.items()}))
+    return 0
+
+
+def cmd_generate(args) -> int:
+    model = load(args.checkpoint)
+    for text in args.text:
+        out = generate(model, text, temperature=args.temperature, top_k=args.top_k, seed=args.seed)
+        print(f"{text}\t{out.decode('utf-8', errors='backslashreplace')}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m minitf", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    data = sub.add_parser("data", help="check or make pairs files").add_subparsers(dest="data_cmd", required=True)
+    c = data.add_parser("check", help="report every bad line as FILE:LINE: reason (exit 1 if any)")
+    c.add_argument("files", nargs="+")
+    c.add_argument("--max-len", type=int, default=None, help="also flag pairs longer than this")
+    c.set_defaults(func=cmd_data_check)
+    m = data.add_parser("make", help="generate a task's pairs into a file")
+    m.add_argument("--task", choices=sorted(TASKS), default="shift")
+    m.add_argument("--n", type=int, required=True)
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--min-len", type=int, default=1)
+    m.add_argument("--max-len", type=int, default=12)
+    m.add_argument("--exclude", nargs="*", default=[], help="pairs files whose inputs to leave out")
+    m.add_argument("--out", required=True)
+    m.add_argument("--force", action="store_true", help="replace an existing file")
+    m.set_defaults(func=cmd_data_make)
+
+    t = sub.add_parser("train", help="train a model and save a checkpoint")
+    t.add_argument("--train", help="pairs file (default: generate --n-train pairs of --task)")
+    t.add_argument("--val", help="pairs file (default: 200 fresh held-out pairs of --task)")
+    t.add_argument("--task", choices=sorted(TASKS), default="shift")
+    t.add_argument("--n-train", type=int, default=20000)
+    t.add_argument("--pair-len", type=int, default=12, help="longest generated input")
+    t.add_argument("--d-model", type=int, default=4)
+    t.add_argument("--n-heads", type=int, default=2)
+    t.add_argument("--n-layers", type=int, default=2)
+    t.add_argument("--d-ff", type=int, default=None, help="default 2·d_model")
+    t.add_argument("--norm-position", choices=["post", "pre"], default="post")
+    t.add_argument("--norm", choices=["layer", "rms"], default="layer")
+    t.add_argument("--activation", choices=["relu", "gelu", "silu"], default="relu")
+    t.add_argument("--dropout", type=float, default=None, help="default: the seed's rule")
+    t.add_argument("--max-len", type=int, default=128)
+    t.add_argument("--steps", type=int, default=2000)
+    t.add_argument("--batch-size", type=int, default=64)
+    t.add_argument("--lr", type=float, default=3e-3)
+    t.add_argument("--warmup", type=int, default=50)
+    t.add_argument("--eval-every", type=int, default=None)
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--out", required=True, help="checkpoint path")
+    t.add_argument("--force", action="store_true", help="replace an existing checkpoint")
+    t.add_argument("--no-progress", action="store_true")
+    t.set_defaults(func=cmd_train)
+
+    e = sub.add_parser("eval", help="loss, character accuracy and exact match on a pairs file")
+    e.add_argument("checkpoint")
+    e.add_argument("data")
+    e.set_defaults(func=cmd_eval)
+
+    g = sub.add_parser("generate", help="print the model's output for each input")
+    g.add_argument("checkpoint")
+    g.add_argument("text", nargs="+")
+    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--top-k", type=int, default=None)
+    g.add_argument("--seed", type=int, default=None)
+    g.set_defaults(func=cmd_generate)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (DataError, CheckpointError, FileExistsError, FileNotFoundError, ValueError) as e:
+        return fail(str(e))

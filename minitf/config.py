@@ -1,0 +1,101 @@
+"""The model's hyper-parameters in one place.
+
+`Config()` with no arguments is the seed model of the course: 256 byte tokens, d_model 4, two heads
+of dimension 2, two post-norm layers, FFN 4→8→4, RoPE on Q and K, causal attention, 2,648
+parameters. Every field is a variant a notebook or a test switches on.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+NORM_POSITIONS = ("post", "pre")
+NORMS = ("layer", "rms")
+ACTIVATIONS = ("relu", "gelu", "silu")
+POSITIONALS = ("rope", "sinusoidal", "none")
+
+
+def seed_dropout(d_model: int) -> float:
+    """The seed's rule: dropout = min(0.1, 0.5 · d_model / 256).
+
+    Tiny models keep almost all information (d_model 4 → 0.0078); grown models get more
+    regularisation, up to 0.1 from d_model 52 on.
+    """
+    return min(0.1, 0.5 * d_model / 256)
+
+
+@dataclass(frozen=True)
+class Config:
+    vocab_size: int = 256
+    d_model: int = 4
+    n_heads: int = 2
+    head_dim: int | None = None  # None: d_model // n_heads, resolved on creation
+    n_layers: int = 2
+    d_ff: int = 8
+    activation: str = "relu"
+    norm: str = "layer"
+    norm_position: str = "post"  # post: h = LN(h + f(h)) (the seed); pre: h = h + f(LN(h))
+    norm_eps: float = 1e-5
+    positional: str = "rope"
+    rope_base: float = 10000.0
+    rope_on_v: bool = False
+    dropout: float | None = None  # None: seed_dropout(d_model)
+    max_len: int = 128
+
+    def __post_init__(self):
+        def check(ok, what):
+            if not ok:
+                raise ValueError(f"Config: {what}")
+
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            check(isinstance(getattr(self, name), int) and getattr(self, name) > 0,
+                  f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        check(self.norm_position in NORM_POSITIONS,
+              f"norm_position must be one of {NORM_POSITIONS}, got {self.norm_position!r}")
+        check(self.norm in NORMS, f"norm must be one of {NORMS}, got {self.norm!r}")
+        check(self.activation in ACTIVATIONS,
+              f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
+        check(self.positional in POSITIONALS,
+              f"positional must be one of {POSITIONALS}, got {self.positional!r}")
+        if self.head_dim is None:
+            check(self.d_model % self.n_heads == 0,
+                  f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}; "
+                  "give head_dim explicitly")
+            object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+        check(isinstance(self.head_dim, int) and self.head_dim > 0,
+              f"head_dim must be a positive integer, got {self.head_dim!r}")
+        if self.positional == "rope" or self.rope_on_v:
+            check(self.head_dim % 2 == 0,
+                  f"RoPE rotates pairs of dimensions: head_dim must be even, got {self.head_dim}")
+        if self.positional == "sinusoidal":
+            check(self.d_model % 2 == 0, "sinusoidal positions need an even d_model")
+        check(self.rope_base > 1, f"rope_base must be > 1, got {self.rope_base}")
+        check(self.dropout is None or 0 <= self.dropout < 1,
+              f"dropout must be in [0, 1), got {self.dropout}")
+
+    @property
+    def attn_dim(self) -> int:
+        """Width of the concatenated heads: n_heads · head_dim (equals d_model unless grown)."""
+        return self.n_heads * self.head_dim
+
+    @property
+    def dropout_p(self) -> float:
+        """The resolved dropout probability."""
+        return seed_dropout(self.d_model) if self.dropout is None else self.dropout
+
+    def replace(self, **changes) -> "Config":
+        """A copy with `changes`; head_dim is derived anew when d_model or n_heads change,
+        unless it is given too."""
+        if ("d_model" in changes or "n_heads" in changes) and "head_dim" not in changes:
+            changes["head_dim"] = None
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Config":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"Config: unknown fields {unknown}")
+        return cls(**d)

@@ -1,0 +1,227 @@
+"""The pairs data: Base64 lines in files, generated tasks, and batches with an output-only loss.
+
+A pairs file has one Base64 line per pair; decoded, a line is `input TAB output`. Base64 keeps
+every byte (TAB and newline included) safe inside a line-based text file.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import random
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+import torch
+
+from .tokens import EOS, IGNORE, PAD, TAB, show, to_bytes
+
+
+class DataError(ValueError):
+    """A pairs file line that is not a valid pair: says which file, which line and why."""
+
+    def __init__(self, path, line: int, reason: str):
+        self.path, self.line, self.reason = str(path), line, reason
+        super().__init__(f"{self.path}:{line}: {reason}")
+
+
+class Pair(NamedTuple):
+    input: bytes
+    output: bytes
+
+    def __repr__(self):
+        return f"Pair({show(self.input)!r} → {show(self.output)!r})"
+
+
+def sequence(pair: Pair) -> list[int]:
+    """The token ids the model sees: input TAB output EOS."""
+    return [*pair.input, TAB, *pair.output, EOS]
+
+
+def pair_problem(pair: Pair, max_len: int | None = None) -> str | None:
+    """Why `pair` cannot be trained on, or None if it can."""
+    for name, part in (("input", pair.input), ("output", pair.output)):
+        if not part:
+            return f"empty {name}"
+        if TAB in part:
+            return f"TAB inside the {name}"
+        if EOS in part:
+            return f"newline (the end marker) inside the {name}"
+    n = len(pair.input) + len(pair.output) + 2
+    if max_len is not None and n - 1 > max_len:  # the model reads all but the last token
+        return f"too long: {n} tokens with TAB and end marker, max_len {max_len} allows {max_len + 1}"
+    return None
+
+
+def parse_line(text: str, max_len: int | None = None) -> Pair:
+    """One Base64 line → Pair, or ValueError saying what is wrong with it."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise ValueError(f"not valid Base64 ({e})") from None
+    tabs = raw.count(TAB)
+    if tabs != 1:
+        raise ValueError("decodes to no TAB: not an input<TAB>output pair" if tabs == 0
+                         else f"decodes to {tabs} TABs: a pair has exactly one")
+    pair = Pair(*raw.split(bytes([TAB])))
+    problem = pair_problem(pair, max_len)
+    if problem:
+        raise ValueError(problem)
+    return pair
+
+
+@dataclass
+class ReadReport:
+    """What a lenient read kept and skipped, with every skipped line's number and reason."""
+    path: str
+    lines: int = 0  # non-blank lines read
+    pairs: int = 0
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+    def reasons(self) -> Counter:
+        """Skipped lines counted by reason (the Base64 detail is folded into one reason)."""
+        return Counter(r.split(" (")[0] for _, r in self.skipped)
+
+    def __str__(self):
+        lines = [f"{self.path}: {self.lines} lines, {self.pairs} pairs, {len(self.skipped)} skipped"]
+        lines += [f"  {n:4d} × {reason}" for reason, n in self.reasons().most_common()]
+        return "\n".join(lines)
+
+
+class LenientRead(NamedTuple):
+    pairs: list[Pair]
+    report: ReadReport
+
+
+def read_pairs(path, *, strict: bool = True, max_len: int | None = None):
+    """Read a Base64 pairs file.
+
+    strict (default): every non-blank line must be a pair, else DataError(path, line, reason).
+    strict=False: returns (pairs, report) with the good pairs and every skipped line counted.
+    Blank lines and CRLF line endings are allowed.
+    """
+    path = Path(path)
+    report = ReadReport(str(path))
+    pairs = []
+    with open(path, encoding="ascii", errors="replace", newline="") as f:
+        for number, line in enumerate(f, start=1):
+            text = line.rstrip("\r\n")
+            if not text.strip():
+                continue
+            report.lines += 1
+            try:
+                pairs.append(parse_line(text.strip(), max_len))
+            except ValueError as e:
+                if strict:
+                    raise DataError(path, number, str(e)) from None
+                report.skipped.append((number, str(e)))
+    report.pairs = len(pairs)
+    return LenientRead(pairs, report) if not strict else pairs
+
+
+def encode_line(pair: Pair) -> str:
+    problem = pair_problem(pair)
+    if problem:
+        raise ValueError(f"cannot write {pair!r}: {problem}")
+    return base64.b64encode(pair.input + bytes([TAB]) + pair.output).decode("ascii")
+
+
+def write_pairs(path, pairs: Iterable[Pair], *, overwrite: bool = False) -> Path:
+    """Write pairs as Base64 lines, atomically; an existing file is kept unless overwrite=True."""
+    path = Path(path)
+    text = "".join(encode_line(p) + "\n" for p in pairs)  # validate everything before touching disk
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; pass overwrite=True (CLI: --force) to replace it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as f:
+            f.write(text)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)  # fails if the file appeared meanwhile: never clobbers
+            os.unlink(tmp)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+# --- generated tasks -----------------------------------------------------------------------------
+
+PRINTABLE = bytes(range(32, 127))  # space … ~
+
+
+def shift_bytes(b: bytes) -> bytes:
+    """Each printable byte + 1, with ~ (126) wrapping to space (32): the rule of the seed's pairs."""
+    return bytes(32 if c == 126 else c + 1 for c in b)
+
+
+TASKS = {
+    "shift": shift_bytes,
+    "copy": bytes,
+    "reverse": lambda b: b[::-1],
+    "sort": lambda b: bytes(sorted(b)),
+}
+
+
+def make_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: int = 12,
+               alphabet: bytes = PRINTABLE, exclude: Iterable[bytes] = ()) -> list[Pair]:
+    """n distinct pairs of a generated task, inputs of random length in [min_len, max_len].
+
+    Inputs in `exclude` (e.g. the training inputs) are never produced, so a validation set made
+    with it is truly held out.
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
+    if not 1 <= min_len <= max_len:
+        raise ValueError(f"need 1 <= min_len <= max_len, got {min_len}, {max_len}")
+    bad = set(alphabet) & {TAB, EOS}
+    if bad:
+        raise ValueError(f"alphabet may not contain TAB or newline, got {sorted(bad)}")
+    rule, rng = TASKS[task], random.Random(seed)
+    seen = {to_bytes(x) for x in exclude}
+    capacity = sum(len(alphabet) ** k for k in range(min_len, max_len + 1))
+    if n > capacity - len(seen):
+        raise ValueError(f"cannot make {n} distinct inputs of length {min_len}–{max_len}")
+    pairs = []
+    while len(pairs) < n:
+        x = bytes(rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len)))
+        if x not in seen:
+            seen.add(x)
+            pairs.append(Pair(x, rule(x)))
+    return pairs
+
+
+# --- batches -------------------------------------------------------------------------------------
+
+class Batch(NamedTuple):
+    ids: torch.Tensor      # (B, T) model input: the sequence without its last token
+    targets: torch.Tensor  # (B, T) next token, IGNORE on the input part and on padding
+
+
+def make_batch(pairs: list[Pair]) -> Batch:
+    """Pad the `input TAB output EOS` sequences into one batch with an output-only loss.
+
+    targets[t] = seq[t+1]. Position t predicts an output byte (or EOS) exactly when
+    t >= len(input): earlier targets are input bytes or the TAB, which the model is given, not
+    asked for, so they are IGNORE. Padding on the right is IGNORE too; under a causal mask it cannot
+    influence the real positions before it.
+    """
+    if not pairs:
+        raise ValueError("make_batch needs at least one pair")
+    seqs = [sequence(p) for p in pairs]
+    T = max(len(s) for s in seqs) - 1
+    ids = torch.full((len(seqs), T), PAD, dtype=torch.long)
+    targets = torch.full((len(seqs), T), IGNORE, dtype=torch.long)
+    for row, (pair, seq) in enumerate(zip(pairs, seqs)):
+        n = len(seq) - 1
+        ids[row, :n] = torch.tensor(seq[:-1])
+        start = len(pair.input)  # first position whose target is an output byte
+        targets[row, start:n] = torch.tensor(seq[start + 1:])
+    return Batch(ids, targets)

@@ -1,0 +1,103 @@
+"""The Transformer: byte embedding → n_layers blocks → output head over the 256 bytes."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention
+from .config import Config
+from .ffn import FeedForward
+from .norms import make_norm
+from .rope import rope_angles, sinusoidal_table
+
+
+class Block(nn.Module):
+    """Attention then FFN, each inside a residual connection with a norm.
+
+    post-norm (the seed, original Transformer): h = LN(h + f(h)); the stream is renormalised after
+    every sub-layer. pre-norm (GPT-2, LLaMA): h = h + f(LN(h)); the residual stream is left alone,
+    which keeps gradients healthy through depth and makes a zeroed new layer an exact identity.
+    """
+
+    def __init__(self, config: Config):
+        super().__init__()
+        self.pre_norm = config.norm_position == "pre"
+        self.norm1 = make_norm(config.norm, config.d_model, config.norm_eps)
+        self.attn = MultiHeadAttention(config)
+        self.norm2 = make_norm(config.norm, config.d_model, config.norm_eps)
+        self.ffn = FeedForward(config)
+        self.drop = nn.Dropout(config.dropout_p)  # on each sub-layer's output, before the residual
+
+    def forward(self, h, rope_cos=None, rope_sin=None, need_weights: bool = False):
+        if self.pre_norm:
+            a, weights = self.attn(self.norm1(h), rope_cos, rope_sin, need_weights)
+            h = h + self.drop(a)
+            h = h + self.drop(self.ffn(self.norm2(h)))
+        else:
+            a, weights = self.attn(h, rope_cos, rope_sin, need_weights)
+            h = self.norm1(h + self.drop(a))
+            h = self.norm2(h + self.drop(self.ffn(h)))
+        return h, weights
+
+
+class Transformer(nn.Module):
+    """A decoder-only (causal) Transformer over bytes.
+
+    `model(ids)` → logits (B, T, vocab): row t scores the byte that follows ids[:, t].
+    `model(ids, return_attention=True)` → (logits, weights), weights a list with one (B, H, T, T)
+    tensor per layer.
+    """
+
+    def __init__(self, config: Config | None = None):
+        super().__init__()
+        self.config = config = config or Config()
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)
+        if config.positional == "sinusoidal":
+            self.register_buffer("pos_table", sinusoidal_table(config.max_len, config.d_model),
+                                 persistent=False)
+        self.drop = nn.Dropout(config.dropout_p)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
+        # pre-norm leaves the stream un-normalised, so it needs one final norm before the head
+        self.final_norm = make_norm(config.norm, config.d_model, config.norm_eps) \
+            if config.norm_position == "pre" else None
+        self.head = nn.Linear(config.d_model, config.vocab_size)  # untied from the embedding
+
+    def forward(self, ids: torch.Tensor, return_attention: bool = False):
+        if ids.dim() != 2:
+            raise ValueError(f"ids must be (batch, length), got shape {tuple(ids.shape)}")
+        B, T = ids.shape
+        if T > self.config.max_len:
+            raise ValueError(f"sequence length {T} exceeds max_len {self.config.max_len}")
+        h = self.embed(ids)  # (B, T, C)
+        if self.config.positional == "sinusoidal":
+            h = h + self.pos_table[:T]
+        h = self.drop(h)
+        all_weights = []
+        for block in self.blocks:
+            cos = sin = None
+            if hasattr(block.attn, "inv_freq"):  # (H, T, hd/2): computed once a layer, not per head
+                cos, sin = rope_angles(block.attn.inv_freq, T)
+            h, weights = block(h, cos, sin, need_weights=return_attention)
+            all_weights.append(weights)
+        if self.final_norm is not None:
+            h = self.final_norm(h)
+        logits = self.head(h)  # (B, T, vocab)
+        return (logits, all_weights) if return_attention else logits
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def parameter_table(model: nn.Module) -> list[tuple[str, tuple[int, ...], int]]:
+    """(name, shape, count) for every parameter tensor, in the model's order."""
+    return [(name, tuple(p.shape), p.numel()) for name, p in model.named_parameters()]
+
+
+def format_parameter_table(model: nn.Module) -> str:
+    rows = parameter_table(model)
+    width = max(len(n) for n, _, _ in rows)
+    lines = [f"{'parameter':<{width}}  {'shape':>10}  {'count':>6}"]
+    lines += [f"{n:<{width}}  {str(tuple(s)):>10}  {c:>6,}" for n, s, c in rows]
+    lines.append(f"{'total':<{width}}  {'':>10}  {count_parameters(model):>6,}")
+    return "\n".join(lines)
