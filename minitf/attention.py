@@ -39,6 +39,7 @@ class MultiHeadAttention(nn.Module):
         self.n_heads, self.head_dim = config.n_heads, config.head_dim
         self.rope = config.positional == "rope"
         self.rope_on_v = config.rope_on_v
+        self.causal = config.causal
         self.qkv = nn.Linear(config.d_model, 3 * config.attn_dim)  # rows: [W_Q; W_K; W_V]
         self.out = nn.Linear(config.attn_dim, config.d_model)       # W_O
         if self.rope or self.rope_on_v:
@@ -56,8 +57,8 @@ class MultiHeadAttention(nn.Module):
         if self.rope_on_v:
             v = apply_rope(v, rope_cos, rope_sin)
         if need_weights:
-            y, weights = attention(q, k, v, causal=True)  # (B, H, T, hd), (B, H, T, T)
+            y, weights = attention(q, k, v, causal=self.causal)  # (B, H, T, hd), (B, H, T, T)
         else:
-            y, weights = F.scaled_dot_product_attention(q, k, v, is_causal=True), None
+            y, weights = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal), None
         y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # heads side by side
         return self.out(y), weights

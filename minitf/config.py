@@ -38,6 +38,7 @@ class Config:
     positional: str = "rope"
     rope_base: float = 10000.0
     rope_on_v: bool = False
+    causal: bool = True  # False reproduces seed 002's bug: each position sees the byte it must predict
     dropout: float | None = None  # None: seed_dropout(d_model)
     max_len: int = 128
 
