@@ -14,4 +14,6 @@ from .rope import apply_rope, rope_angles, rope_frequencies, sinusoidal_table
 from .tokens import EOS, IGNORE, PAD, TAB, decode, encode, show
 from .train import History, train
 
+from . import notebook
+
 __version__ = "0.1.0"

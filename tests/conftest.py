@@ -1,0 +1,12 @@
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+collect_ignore = ["browser"]  # the real-browser check runs through `make test-browser`
+
+
+@pytest.fixture(autouse=True)
+def _run_from_repo_root(monkeypatch):
+    """Tests name data files relative to the repository, wherever pytest was started."""
+    monkeypatch.chdir(ROOT)

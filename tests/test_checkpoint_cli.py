@@ -1,0 +1,78 @@
+"""Checkpoints and the command line."""
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import minitf
+from minitf import CheckpointError, Config, Transformer, load, save
+from minitf.cli import main
+
+
+def test_save_load_round_trip_and_no_clobber(tmp_path):
+    model = Transformer(Config(d_model=8, norm_position="pre", norm="rms")).eval()
+    path = save(model, tmp_path / "m.pt", metadata={"note": "hi"})
+    back = load(path)
+    assert back.config == model.config and back.metadata == {"note": "hi"}
+    ids = torch.randint(0, 256, (2, 5))
+    assert torch.equal(back(ids), model(ids))
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        save(model, path)
+    save(Transformer(), path, overwrite=True)
+    assert load(path).config == Config()
+
+
+def test_corrupt_and_foreign_files_get_clear_errors(tmp_path):
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="junk.pt: not a readable checkpoint"):
+        load(junk)
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": torch.zeros(2)}, foreign)
+    with pytest.raises(CheckpointError, match="not a minitf checkpoint"):
+        load(foreign)
+
+
+def test_mismatched_weights_are_refused(tmp_path):
+    path = save(Transformer(), tmp_path / "m.pt")
+    payload = torch.load(path, weights_only=True)
+    payload["config"]["d_model"] = 8
+    torch.save(payload, path)
+    with pytest.raises(CheckpointError, match="do not match its config"):
+        load(path)
+
+
+def test_cli_data_check_reports_each_bad_line(tmp_path, capsys):
+    assert main(["data", "check", "data/seed/val.txt"]) == 1
+    out = capsys.readouterr().out
+    assert "data/seed/val.txt:6: decodes to no TAB" in out
+    assert "43 lines, 7 pairs, 36 skipped" in out
+    assert main(["data", "check", "data/train.txt"]) == 0
+
+
+def test_cli_data_make_refuses_to_overwrite(tmp_path, capsys):
+    out = tmp_path / "p.txt"
+    assert main(["data", "make", "--task", "copy", "--n", "5", "--out", str(out)]) == 0
+    before = out.read_text()
+    assert main(["data", "make", "--task", "copy", "--n", "3", "--out", str(out)]) == 2
+    assert "exists" in capsys.readouterr().err and out.read_text() == before
+
+
+def test_cli_train_eval_generate(tmp_path, capsys):
+    ckpt = tmp_path / "m.pt"
+    assert main(["train", "--train", "data/train.txt", "--val", "data/val.txt", "--steps", "5",
+                 "--out", str(ckpt), "--no-progress"]) == 0
+    assert "saved" in capsys.readouterr().out
+    assert load(ckpt).metadata["steps"] == 5
+    assert main(["eval", str(ckpt), "data/val.txt"]) == 0
+    assert '"exact_match"' in capsys.readouterr().out
+    assert main(["generate", str(ckpt), "abc"]) == 0
+    assert capsys.readouterr().out.startswith("abc\t")
+    assert main(["train", "--steps", "1", "--out", str(ckpt), "--no-progress"]) == 2  # exists
+
+
+def test_python_dash_m_entry_point():
+    done = subprocess.run([sys.executable, "-m", "minitf", "data", "check", "data/val.txt"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "75 pairs, 0 skipped" in done.stdout

@@ -1,0 +1,80 @@
+"""The project's promises about itself: set-up files agree, notebooks import rather than copy."""
+import ast
+import json
+import re
+import tomllib
+
+from conftest import ROOT
+
+
+def pyproject_pins():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    return dict(d.split("==") for d in deps)
+
+
+def test_every_dependency_is_pinned_and_torch_is_2_13():
+    pins = pyproject_pins()
+    assert pins["torch"] == "2.13.0"
+    assert {"torch", "jupyterlab", "matplotlib", "nbval", "ipywidgets", "tqdm"} <= set(pins)
+
+
+def test_environment_yml_lists_the_same_packages_as_pyproject():
+    text = (ROOT / "environment.yml").read_text()
+    conda = dict(re.findall(r"^\s*-\s*([A-Za-z0-9_.-]+)==([^\s#]+)", text, flags=re.M))
+    assert conda == pyproject_pins()
+
+
+def test_ci_runs_the_readme_test_command():
+    readme = (ROOT / "README.md").read_text()
+    first_block = readme.split("```")[1]
+    assert "make lab" in first_block and "make test" in first_block
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def minitf_public_names():
+    names = set()
+    for py in (ROOT / "minitf").glob("*.py"):
+        tree = ast.parse(py.read_text())
+        names |= {n.name for n in tree.body
+                  if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")}
+    return names
+
+
+def notebooks():
+    return sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_notebooks_are_numbered_and_use_the_standard_kernel():
+    assert notebooks(), "no notebooks"
+    for nb in notebooks():
+        assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", nb.name), nb.name
+        meta = json.loads(nb.read_text())["metadata"]
+        assert meta["kernelspec"]["name"] == "python3", nb.name
+
+
+def test_no_notebook_redefines_what_minitf_provides():
+    """Notebooks import minitf's code; a learner's exercise (cells tagged `exercise`) may redo it."""
+    provided = minitf_public_names()
+    copies = []
+    for nb in notebooks():
+        for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
+            if cell["cell_type"] != "code" or "exercise" in cell["metadata"].get("tags", []):
+                continue
+            src = "".join(cell["source"])
+            src = "\n".join(l for l in src.splitlines() if not l.lstrip().startswith(("%", "!")))
+            for node in ast.parse(src).body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in provided:
+                    copies.append(f"{nb.name} cell {i}: {node.name}")
+    assert not copies, f"notebooks define what minitf already has: {copies}"
+
+
+def test_every_notebook_starts_with_the_minitf_setup():
+    for nb in notebooks():
+        code = [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+        assert "minitf.notebook.setup(" in "".join(code[0]["source"]), nb.name
+
+
+def test_the_project_never_reads_the_shared_folder():
+    for path in [*ROOT.glob("minitf/*.py"), *ROOT.glob("tests/**/*.py"), *notebooks(),
+                 ROOT / "Makefile", ROOT / ".ci" / "run"]:
+        assert "../" + "shared" not in path.read_text(), path

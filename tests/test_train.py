@@ -1,0 +1,92 @@
+"""Training, evaluation, generation."""
+import math
+
+import pytest
+import torch
+
+import minitf
+from minitf import Config, Pair, Transformer, evaluate, generate, make_pairs, train
+from minitf.tokens import EOS, TAB
+from minitf.train import lr_at
+
+
+def test_schedule_warms_up_then_decays_by_cosine():
+    rates = [lr_at(s, 100, 1.0, warmup=10, min_lr_ratio=0.1) for s in range(100)]
+    assert rates[0] == pytest.approx(0.1) and rates[9] == pytest.approx(1.0)
+    assert all(a >= b for a, b in zip(rates[9:], rates[10:]))
+    assert rates[-1] == pytest.approx(0.1, abs=0.01)
+
+
+def test_training_lowers_the_loss_and_reports_history():
+    pairs = make_pairs("copy", 64, seed=0, max_len=4)
+    model = Transformer(Config(d_model=16, n_heads=2))
+    before = evaluate(model, pairs)["loss"]
+    hist = train(model, pairs, pairs[:16], steps=60, batch_size=32, lr=1e-2, eval_every=30,
+                 progress=False)
+    assert len(hist.loss) == len(hist.lr) == 60
+    assert [v["step"] for v in hist.val] == [30, 60]
+    assert hist.val[-1]["loss"] < before - 1.0
+    assert hist.tokens > 0 and hist.optimizer is not None
+
+
+def test_training_is_reproducible_with_a_seed():
+    pairs = make_pairs("shift", 32, seed=0, max_len=4)
+    losses = []
+    for _ in range(2):
+        torch.manual_seed(5)
+        model = Transformer(Config(dropout=0.0))
+        losses.append(train(model, pairs, steps=10, batch_size=8, progress=False).loss)
+    assert losses[0] == losses[1]
+
+
+def test_loss_ignores_input_bytes():
+    """Changing only the model's predictions at input positions leaves the loss unchanged."""
+    ids, targets = minitf.make_batch([Pair(b"abc", b"bcd")])
+    logits = torch.randn(1, ids.size(1), 256)
+    tampered = logits.clone()
+    tampered[0, :2] += 100 * torch.randn(2, 256)  # positions predicting b, c (input) and TAB
+    assert minitf.masked_loss(logits, targets) == minitf.masked_loss(tampered, targets)
+
+
+class Oracle(torch.nn.Module):
+    """A stand-in model that knows the shift rule: evaluation must score it perfectly."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = Config()
+
+    def forward(self, ids):
+        logits = torch.full((*ids.shape, 256), -10.0)
+        for b, row in enumerate(ids.tolist()):
+            tab = row.index(TAB) if TAB in row else len(row)
+            for t in range(len(row)):
+                if t >= tab:
+                    src = t - tab  # the output byte produced at t copies input position t-tab
+                    nxt = minitf.shift_bytes(bytes([row[src]]))[0] if src < tab else EOS
+                    logits[b, t, nxt] = 10.0
+        return logits
+
+
+def test_evaluate_scores_a_perfect_model_perfectly_and_a_random_one_at_zero():
+    pairs = make_pairs("shift", 20, seed=2, max_len=6)
+    m = evaluate(Oracle(), pairs)
+    assert m["char_accuracy"] == 1.0 and m["exact_match"] == 1.0 and m["loss"] < 1e-3
+    r = evaluate(Transformer(Config()), pairs)
+    assert r["exact_match"] == 0.0 and r["loss"] > 4.0
+
+
+def test_generate_stops_at_the_end_marker():
+    assert generate(Oracle(), "abc") == b"bcd"
+    assert generate(Oracle(), "hello world") == b"ifmmp!xpsme"
+
+
+def test_generate_sampling_is_seeded_and_respects_top_k():
+    model = Transformer(Config()).eval()
+    a = generate(model, "ab", temperature=1.0, seed=3, max_new_tokens=8)
+    assert a == generate(model, "ab", temperature=1.0, seed=3, max_new_tokens=8)
+    logits = torch.tensor([[0.0, 5.0, 4.0, -1.0]])
+    from minitf.generate import next_token
+    picks = {int(next_token(logits, 1.0, top_k=2)) for _ in range(50)}
+    assert picks <= {1, 2}
+    with pytest.raises(ValueError, match="temperature"):
+        generate(model, "ab", temperature=-1)
