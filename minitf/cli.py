@@ -43,8 +43,8 @@ def cmd_data_make(args) -> int:
 def config_from_args(args) -> Config:
     return Config(d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
                   d_ff=args.d_ff or 2 * args.d_model, norm_position=args.norm_position,
-                  norm=args.norm, activation=args.activation, dropout=args.dropout,
-                  max_len=args.max_len)
+                  norm=args.norm, activation=args.activation, rope_base=args.rope_base,
+                  dropout=args.dropout, max_len=args.max_len)
 
 
 def cmd_train(args) -> int:
@@ -122,6 +122,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--norm-position", choices=["post", "pre"], default="post")
     t.add_argument("--norm", choices=["layer", "rms"], default="layer")
     t.add_argument("--activation", choices=["relu", "gelu", "silu"], default="relu")
+    t.add_argument("--rope-base", type=float, default=10000.0)
     t.add_argument("--dropout", type=float, default=None, help="default: the seed's rule")
     t.add_argument("--max-len", type=int, default=128)
     t.add_argument("--steps", type=int, default=2000)
