@@ -23,6 +23,11 @@ test-unit: $(STAMP)
 test-notebooks: $(STAMP)
 	$(PY) -m pytest --nbval notebooks
 
+.PHONY: test-browser
+test-browser: $(STAMP)  ## JupyterLab in headless Chromium: the RoPE sliders render and redraw the plot
+	bash tests/browser/install.sh $(PY)
+	$(PY) tests/browser/check_rope_sliders.py notebooks/02_rope.ipynb
+
 data: $(STAMP)  ## regenerate data/train.txt and data/val.txt (the documented command)
 	$(PY) -m minitf data make --task shift --n 450 --seed 0 --out data/train.txt --force
 	$(PY) -m minitf data make --task shift --n 75 --seed 1 --exclude data/train.txt --out data/val.txt --force

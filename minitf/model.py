@@ -16,7 +16,8 @@ class Block(nn.Module):
 
     post-norm (the seed, original Transformer): h = LN(h + f(h)); the stream is renormalised after
     every sub-layer. pre-norm (GPT-2, LLaMA): h = h + f(LN(h)); the residual stream is left alone,
-    which keeps gradients healthy through depth and makes a zeroed new layer an exact identity.
+    so gradients reach early layers without passing through a norm, and a new layer whose output
+    projections are zero is an exact identity (notebook 04 measures both layouts through depth).
     """
 
     def __init__(self, config: Config):
