@@ -13,6 +13,7 @@ from .norms import LayerNorm, RMSNorm
 from .rope import apply_rope, rope_angles, rope_frequencies, sinusoidal_table
 from .tokens import EOS, IGNORE, PAD, TAB, decode, encode, show
 from .train import History, train
+from .widgets import RopeExplorer
 
 from . import notebook
 
