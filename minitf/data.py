@@ -186,8 +186,10 @@ def make_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: i
         raise ValueError(f"alphabet may not contain TAB or newline, got {sorted(bad)}")
     rule, rng = TASKS[task], random.Random(seed)
     seen = {to_bytes(x) for x in exclude}
-    capacity = sum(len(alphabet) ** k for k in range(min_len, max_len + 1))
-    if n > capacity - len(seen):
+    capacity = sum(len(set(alphabet)) ** k for k in range(min_len, max_len + 1))
+    letters = set(alphabet)
+    reachable = sum(min_len <= len(x) <= max_len and set(x) <= letters for x in seen)
+    if n > capacity - reachable:
         raise ValueError(f"cannot make {n} distinct inputs of length {min_len}–{max_len}")
     pairs = []
     while len(pairs) < n:

@@ -112,6 +112,8 @@ def test_exclude_and_impossible_requests():
     first = make_pairs("copy", 90, seed=0, min_len=1, max_len=1, alphabet=bytes(range(32, 127)))
     with pytest.raises(ValueError, match="distinct"):
         make_pairs("copy", 10, seed=1, min_len=1, max_len=1, exclude=[p.input for p in first])
+    # excluded inputs that this alphabet and length range can never produce do not count
+    assert len(make_pairs("copy", 5, seed=0, max_len=1, alphabet=b"abcde", exclude=[b"zz", b"q"])) == 5
     with pytest.raises(ValueError, match="unknown task"):
         make_pairs("add", 1)
 
