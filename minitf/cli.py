@@ -34,7 +34,7 @@ def cmd_data_check(args) -> int:
 def cmd_data_make(args) -> int:
     exclude = [p.input for f in args.exclude for p in read_pairs(f)]
     pairs = make_pairs(args.task, args.n, args.seed, min_len=args.min_len, max_len=args.max_len,
-                       exclude=exclude)
+                       exclude=exclude, repeats=args.repeats)
     write_pairs(args.out, pairs, overwrite=args.force)
     print(f"wrote {len(pairs)} {args.task} pairs (seed {args.seed}) to {args.out}")
     return 0
@@ -53,9 +53,10 @@ def cmd_train(args) -> int:
     import torch
     torch.manual_seed(args.seed)
     train_pairs = (read_pairs(args.train) if args.train else
-                   make_pairs(args.task, args.n_train, args.seed + 1000, max_len=args.pair_len))
+                   make_pairs(args.task, args.n_train, args.seed + 1000, max_len=args.pair_len,
+                              repeats=args.repeats))
     val_pairs = (read_pairs(args.val) if args.val else
-                 make_pairs(args.task, 200, args.seed + 2000, max_len=args.pair_len,
+                 make_pairs(args.task, args.n_val, args.seed + 2000, max_len=args.pair_len,
                             exclude=[p.input for p in train_pairs]))
     model = Transformer(config_from_args(args))
     print(f"model: {count_parameters(model):,} parameters, {len(train_pairs)} training pairs "
@@ -104,6 +105,8 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=0)
     m.add_argument("--min-len", type=int, default=1)
     m.add_argument("--max-len", type=int, default=12)
+    m.add_argument("--repeats", type=float, default=0.0,
+                   help="fraction of inputs from a 2-6 byte sub-alphabet, so bytes repeat")
     m.add_argument("--exclude", nargs="*", default=[], help="pairs files whose inputs to leave out")
     m.add_argument("--out", required=True)
     m.add_argument("--force", action="store_true", help="replace an existing file")
@@ -114,6 +117,9 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--val", help="pairs file (default: 200 fresh held-out pairs of --task)")
     t.add_argument("--task", choices=sorted(TASKS), default="shift")
     t.add_argument("--n-train", type=int, default=20000)
+    t.add_argument("--n-val", type=int, default=1000, help="fresh held-out pairs (without --val)")
+    t.add_argument("--repeats", type=float, default=0.0,
+                   help="fraction of generated training inputs with repeated bytes")
     t.add_argument("--pair-len", type=int, default=12, help="longest generated input")
     t.add_argument("--d-model", type=int, default=4)
     t.add_argument("--n-heads", type=int, default=2)

@@ -171,29 +171,40 @@ TASKS = {
 
 
 def make_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: int = 12,
-               alphabet: bytes = PRINTABLE, exclude: Iterable[bytes] = ()) -> list[Pair]:
+               alphabet: bytes = PRINTABLE, exclude: Iterable[bytes] = (),
+               repeats: float = 0.0) -> list[Pair]:
     """n distinct pairs of a generated task, inputs of random length in [min_len, max_len].
 
     Inputs in `exclude` (e.g. the training inputs) are never produced, so a validation set made
-    with it is truly held out.
+    with it is truly held out. `repeats` is the fraction of inputs drawn from a random 2–6 byte
+    sub-alphabet (and at least 3 long), so that bytes repeat: in uniform random text they rarely
+    do, and a model can then find "which input byte comes next" by its content instead of its
+    position — and fails on "aab" (notebook 05 measures it).
     """
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose from {sorted(TASKS)}")
     if not 1 <= min_len <= max_len:
         raise ValueError(f"need 1 <= min_len <= max_len, got {min_len}, {max_len}")
+    if not 0 <= repeats <= 1:
+        raise ValueError(f"repeats is a fraction in [0, 1], got {repeats}")
     bad = set(alphabet) & {TAB, EOS}
     if bad:
         raise ValueError(f"alphabet may not contain TAB or newline, got {sorted(bad)}")
     rule, rng = TASKS[task], random.Random(seed)
     seen = {to_bytes(x) for x in exclude}
-    capacity = sum(len(set(alphabet)) ** k for k in range(min_len, max_len + 1))
     letters = set(alphabet)
+    capacity = sum(len(letters) ** k for k in range(min_len, max_len + 1))
     reachable = sum(min_len <= len(x) <= max_len and set(x) <= letters for x in seen)
     if n > capacity - reachable:
         raise ValueError(f"cannot make {n} distinct inputs of length {min_len}–{max_len}")
+    pool = sorted(letters)
     pairs = []
     while len(pairs) < n:
-        x = bytes(rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len)))
+        if repeats and rng.random() < repeats:
+            few = rng.sample(pool, min(len(pool), rng.randint(2, 6)))
+            x = bytes(rng.choice(few) for _ in range(rng.randint(max(min_len, min(3, max_len)), max_len)))
+        else:
+            x = bytes(rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len)))
         if x not in seen:
             seen.add(x)
             pairs.append(Pair(x, rule(x)))

@@ -104,6 +104,18 @@ def test_tasks(task, rule):
     assert make_pairs(task, 200, seed=1, min_len=2, max_len=5) == pairs
 
 
+def test_repeats_make_inputs_with_repeated_bytes():
+    def repeated(pairs):
+        return sum(len(set(p.input)) < len(p.input) for p in pairs) / len(pairs)
+
+    plain = make_pairs("shift", 1000, seed=4)
+    mixed = make_pairs("shift", 1000, seed=4, repeats=0.5)
+    assert repeated(plain) < 0.3 < 0.5 < repeated(mixed)
+    assert all(p.output == minitf.shift_bytes(p.input) for p in mixed)
+    with pytest.raises(ValueError, match="fraction"):
+        make_pairs("shift", 10, repeats=1.5)
+
+
 def test_shift_wraps_tilde_to_space():
     assert minitf.shift_bytes(b"az~ ") == b"b{ !"
 
