@@ -10,11 +10,12 @@ from .ffn import FeedForward
 from .generate import generate
 from .model import Block, Transformer, count_parameters, format_parameter_table, parameter_table
 from .norms import LayerNorm, RMSNorm
+from .origami import Growth, GrowthError, deepen, widen, widen_heads
 from .rope import apply_rope, rope_angles, rope_frequencies, sinusoidal_table
 from .tokens import EOS, IGNORE, PAD, TAB, decode, encode, show
 from .train import History, train
 from .widgets import RopeExplorer
 
-from . import notebook
+from . import notebook, origami
 
 __version__ = "0.1.0"

@@ -2,13 +2,12 @@
 (no pickled code runs on load)."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 
 from .config import Config
+from .files import atomic_write
 from .model import Transformer
 
 FORMAT = "minitf-checkpoint-1"
@@ -20,27 +19,10 @@ class CheckpointError(ValueError):
 
 def save(model: Transformer, path, *, metadata: dict | None = None, overwrite: bool = False) -> Path:
     """Write model to path atomically; an existing file is kept unless overwrite=True."""
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; pass overwrite=True (CLI: --force) to replace it")
     payload = {"format": FORMAT, "config": model.config.to_dict(),
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                "metadata": metadata or {}}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(payload, tmp)
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            os.link(tmp, path)
-            os.unlink(tmp)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return atomic_write(path, lambda tmp: torch.save(payload, tmp), overwrite=overwrite)
 
 
 def load(path) -> Transformer:

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import os
 import random
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +15,7 @@ from typing import Iterable, NamedTuple
 
 import torch
 
+from .files import atomic_write
 from .tokens import EOS, IGNORE, PAD, TAB, show, to_bytes
 
 
@@ -131,25 +130,13 @@ def encode_line(pair: Pair) -> str:
 
 def write_pairs(path, pairs: Iterable[Pair], *, overwrite: bool = False) -> Path:
     """Write pairs as Base64 lines, atomically; an existing file is kept unless overwrite=True."""
-    path = Path(path)
     text = "".join(encode_line(p) + "\n" for p in pairs)  # validate everything before touching disk
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; pass overwrite=True (CLI: --force) to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as f:
+
+    def write(tmp):
+        with open(tmp, "w", encoding="ascii", newline="\n") as f:
             f.write(text)
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            os.link(tmp, path)  # fails if the file appeared meanwhile: never clobbers
-            os.unlink(tmp)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+
+    return atomic_write(path, write, overwrite=overwrite)
 
 
 # --- generated tasks -----------------------------------------------------------------------------

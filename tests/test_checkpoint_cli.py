@@ -76,3 +76,15 @@ def test_python_dash_m_entry_point():
     done = subprocess.run([sys.executable, "-m", "minitf", "data", "check", "data/val.txt"],
                           capture_output=True, text=True)
     assert done.returncode == 0 and "75 pairs, 0 skipped" in done.stdout
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    import os
+    umask = os.umask(0o022)
+    try:
+        path = save(Transformer(), tmp_path / "m.pt")
+        pairs = minitf.write_pairs(tmp_path / "p.txt", minitf.make_pairs("copy", 3))
+    finally:
+        os.umask(umask)
+    assert oct(path.stat().st_mode & 0o777) == oct(0o644)
+    assert oct(pairs.stat().st_mode & 0o777) == oct(0o644)
