@@ -51,6 +51,7 @@ def cmd_train(args) -> int:
     if Path(args.out).exists() and not args.force:
         return fail(f"{args.out} exists; pass --force to replace it")
     import torch
+    torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     train_pairs = (read_pairs(args.train) if args.train else
                    make_pairs(args.task, args.n_train, args.seed + 1000, max_len=args.pair_len,
@@ -137,6 +138,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--warmup", type=int, default=50)
     t.add_argument("--eval-every", type=int, default=None)
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--threads", type=int, default=1,
+                   help="CPU threads (models this small train fastest on one)")
     t.add_argument("--out", required=True, help="checkpoint path")
     t.add_argument("--force", action="store_true", help="replace an existing checkpoint")
     t.add_argument("--no-progress", action="store_true")
