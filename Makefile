@@ -34,3 +34,6 @@ data: $(STAMP)  ## regenerate data/train.txt and data/val.txt (the documented co
 
 clean-venv:
 	rm -rf $(VENV)
+
+bench: $(STAMP)  ## speed of the package and the course, side by side: writes bench/REPORT.md (BENCH_ARGS=--quick for a smoke run)
+	$(PY) bench/run.py $(BENCH_ARGS)
