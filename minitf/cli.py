@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -70,7 +71,7 @@ def cmd_train(args) -> int:
               f"exact {v['exact_match']:.4f}")
     final = hist.val[-1]
     save(model, args.out, overwrite=args.force, metadata={
-        "command": " ".join(sys.argv), "steps": args.steps, "seed": args.seed,
+        "command": args.command_line, "steps": args.steps, "seed": args.seed,
         "train_seconds": round(hist.seconds, 1), "val": final})
     print(f"trained {args.steps} steps in {hist.seconds:.1f} s; saved {args.out}")
     return 0
@@ -115,7 +116,7 @@ def parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a model and save a checkpoint")
     t.add_argument("--train", help="pairs file (default: generate --n-train pairs of --task)")
-    t.add_argument("--val", help="pairs file (default: 200 fresh held-out pairs of --task)")
+    t.add_argument("--val", help="pairs file (default: --n-val fresh held-out pairs of --task)")
     t.add_argument("--task", choices=sorted(TASKS), default="shift")
     t.add_argument("--n-train", type=int, default=20000)
     t.add_argument("--n-val", type=int, default=1000, help="fresh held-out pairs (without --val)")
@@ -161,7 +162,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
+    args.command_line = shlex.join(["python", "-m", "minitf", *argv])  # how to run it again
     try:
         return args.func(args)
     except (DataError, CheckpointError, FileExistsError, FileNotFoundError, ValueError) as e:

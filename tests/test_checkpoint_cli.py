@@ -65,6 +65,7 @@ def test_cli_train_eval_generate(tmp_path, capsys):
                  "--out", str(ckpt), "--no-progress"]) == 0
     assert "saved" in capsys.readouterr().out
     assert load(ckpt).metadata["steps"] == 5
+    assert load(ckpt).metadata["command"].startswith("python -m minitf train --train data/train.txt")
     assert main(["eval", str(ckpt), "data/val.txt"]) == 0
     assert '"exact_match"' in capsys.readouterr().out
     assert main(["generate", str(ckpt), "abc"]) == 0

@@ -1,0 +1,59 @@
+"""Every shipped checkpoint in data/checkpoints/ loads, says how it was made, and still reaches the
+validation metrics its metadata (and the README there) state."""
+import importlib.util
+import shlex
+
+import pytest
+import torch
+
+import minitf
+from conftest import ROOT
+from minitf.cli import parser
+
+FOLDER = ROOT / "data" / "checkpoints"
+CHECKPOINTS = sorted(FOLDER.glob("*.pt"))
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """The checkpoints were made with one thread; small models also run far faster with one
+    (here 1 s instead of 27 s per checkpoint on a busy 2-core CPU)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def maker():
+    spec = importlib.util.spec_from_file_location("make_checkpoints", FOLDER / "make.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_recipe_has_its_checkpoint_and_vice_versa():
+    assert sorted(p.stem for p in CHECKPOINTS) == sorted(maker().RECIPES)
+
+
+@pytest.mark.parametrize("path", CHECKPOINTS, ids=lambda p: p.name)
+def test_checkpoint_is_small_and_documented(path):
+    assert path.stat().st_size < 400_000
+    model = minitf.load(path)
+    meta = model.metadata
+    assert meta["command"] == f"python -m minitf train {maker().RECIPES[path.stem]} --out data/checkpoints/{path.name}"
+    readme = (FOLDER / "README.md").read_text()
+    assert meta["command"] in readme, "README.md must give the exact command"
+    assert f"{meta['val']['exact_match']:.1%}" in readme, "README.md must state the exact match"
+
+
+@pytest.mark.parametrize("path", CHECKPOINTS, ids=lambda p: p.name)
+def test_checkpoint_reaches_its_stated_metrics(path):
+    model = minitf.load(path)
+    meta = model.metadata
+    args = parser().parse_args(shlex.split(meta["command"])[3:])
+    _, val_pairs = maker().data_for(args)
+    assert model.config == minitf.cli.config_from_args(args)
+    got, stated = minitf.evaluate(model, val_pairs), meta["val"]
+    assert got["exact_match"] == pytest.approx(stated["exact_match"], abs=0.02)
+    assert got["char_accuracy"] == pytest.approx(stated["char_accuracy"], abs=0.01)
+    assert got["loss"] == pytest.approx(stated["loss"], rel=0.05, abs=0.005)

@@ -1,0 +1,154 @@
+"""minitf.heatmaps: the weights it shows are the model's, its pattern checks can fail, the selector
+redraws, and the bertviz export has the layout head_view expects."""
+import pytest
+import torch
+
+import minitf
+from minitf import heatmaps
+
+
+def small_model(**changes):
+    torch.manual_seed(0)
+    return minitf.Transformer(minitf.Config(d_model=8, n_heads=2, **changes)).eval()
+
+
+def test_byte_labels_make_invisible_bytes_visible():
+    assert heatmaps.byte_labels(b"a b\t\n\x01") == ["a", "␣", "b", "→", "⏎", "\\x01"]
+
+
+def test_attention_weights_are_the_models_own_for_the_sequence_it_reads():
+    model = small_model()
+    pair = minitf.Pair(b"abc", b"bcd")
+    weights, labels = heatmaps.attention_weights(model, pair)
+    assert labels == ["a", "b", "c", "→", "b", "c", "d"]  # EOS is predicted, never read
+    ids = torch.tensor([minitf.sequence(pair)[:-1]])
+    _, expected = model(ids, return_attention=True)
+    assert len(weights) == 2
+    for w, e in zip(weights, expected):
+        assert w.shape == (2, 7, 7)
+        torch.testing.assert_close(w, e[0])
+        torch.testing.assert_close(w.sum(-1), torch.ones(2, 7))
+        assert (w.triu(1) == 0).all()  # causal
+
+
+def test_attention_weights_switch_dropout_off_and_restore_training_mode():
+    model = small_model(dropout=0.5).train()
+    a, _ = heatmaps.attention_weights(model, (b"hello", b"ifmmp"))
+    b, _ = heatmaps.attention_weights(model, (b"hello", b"ifmmp"))
+    assert model.training
+    torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("task,expected", [("copy", [0, 1, 2, 3]), ("shift", [0, 1, 2, 3]),
+                                           ("reverse", [3, 2, 1, 0])])
+def test_source_position(task, expected):
+    assert [heatmaps.source_position(task, 4, k) for k in range(4)] == expected
+
+
+def test_source_position_rejects_what_it_cannot_answer():
+    with pytest.raises(ValueError, match="sort"):
+        heatmaps.source_position("sort", 3, 0)
+    with pytest.raises(ValueError, match="outside"):
+        heatmaps.source_position("copy", 3, 3)
+
+
+def ideal_weights(n, task, heads=2):
+    """(H, T, T) weights where head 0 does the task perfectly and head 1 looks at itself."""
+    T = 2 * n + 1
+    w = torch.zeros(heads, T, T)
+    w[1] = torch.eye(T)
+    w[0] = torch.eye(T)
+    for k in range(n):
+        w[0, n + k] = 0
+        w[0, n + k, heatmaps.source_position(task, n, k)] = 1
+    return w
+
+
+@pytest.mark.parametrize("task", ["copy", "reverse"])
+def test_head_hits_finds_the_head_that_does_the_task(task):
+    hits = heatmaps.head_hits(ideal_weights(5, task), 5, task)
+    assert hits.shape == (2, 5)
+    assert hits[0].all() and not hits[1].any()
+
+
+def test_head_hits_tells_copy_from_reverse():
+    hits = heatmaps.head_hits(ideal_weights(5, "copy"), 5, "reverse")
+    assert hits[0].tolist() == [False, False, True, False, False]  # only the middle byte agrees
+
+
+def test_head_scores_is_a_fraction_per_layer_and_head():
+    model = small_model()
+    pairs = minitf.make_pairs("copy", 5, seed=0, max_len=6)
+    scores = heatmaps.head_scores(model, pairs, "copy")
+    assert scores.shape == (2, 2)
+    assert ((scores >= 0) & (scores <= 1)).all()
+    total = sum(len(p.output) for p in pairs)
+    manual = sum(heatmaps.head_hits(heatmaps.attention_weights(model, p)[0][1], len(p.input), "copy")[0].sum()
+                 for p in pairs)
+    assert scores[1, 0].item() == pytest.approx(manual.item() / total)
+
+
+def test_plot_attention_draws_one_panel_per_layer_and_head_with_byte_labels():
+    model = small_model()
+    weights, labels = heatmaps.attention_weights(model, (b"ab", b"bc"))
+    fig = heatmaps.plot_attention(weights, labels)
+    assert len(fig.axes) == 4
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "→", "b", "c"]
+    assert ax.get_title() == "layer 0 · head 0"
+    fig = heatmaps.plot_attention(weights, labels, layers=[1], heads=[0])
+    assert len(fig.axes) == 1 and fig.axes[0].get_title() == "layer 1 · head 0"
+    torch.testing.assert_close(torch.tensor(fig.axes[0].images[0].get_array().data),
+                               weights[1][0].double(), check_dtype=False)
+
+
+def test_selector_redraws_when_a_control_changes():
+    model, wide = small_model(), minitf.Transformer(minitf.Config(d_model=8, n_heads=4, n_layers=3))
+    examples = [("copy", model, minitf.Pair(b"ab", b"ab")), ("shift", model, minitf.Pair(b"hello", b"ifmmp")),
+                ("wide", wide, minitf.Pair(b"xy", b"yz"))]
+    sel = heatmaps.AttentionSelector(examples)
+    assert sel.drawn == (0, 0, 0) and len(sel.out.outputs) == 1
+    first = sel.out.outputs[0]["data"]["image/png"]
+    sel.example.value = 1
+    assert sel.drawn == (1, 0, 0)
+    sel.layer.value = 1
+    sel.head.value = 1
+    assert sel.drawn == (1, 1, 1) and len(sel.out.outputs) == 1
+    assert sel.out.outputs[0]["data"]["image/png"] != first
+    assert (sel.layer.max, sel.head.max) == (1, 1)
+    assert [label for label, _ in sel.example.options] == ["copy: ab → ab", "shift: hello → ifmmp", "wide: xy → yz"]
+    sel.example.value = 2
+    assert (sel.layer.max, sel.head.max) == (2, 3)
+    sel.head.value = 3
+    assert sel.drawn == (2, 1, 3)
+    sel.example.value = 0  # the slider is clipped to the smaller model's range before drawing
+    assert sel.drawn == (0, 1, 1)
+
+
+def test_selector_starts_where_asked_with_one_drawing():
+    model = small_model()
+    sel = heatmaps.AttentionSelector([("a", model, (b"ab", b"bc")), ("b", model, (b"xyz", b"yz{"))],
+                                     example=1, layer=1, head=1)
+    assert sel.drawn == (1, 1, 1) and len(sel.out.outputs) == 1
+
+
+def test_selector_needs_examples():
+    with pytest.raises(ValueError, match="at least one"):
+        heatmaps.AttentionSelector([])
+
+
+def test_to_bertviz_gives_one_batch_of_one_per_layer():
+    model = small_model()
+    ids = torch.tensor([list(b"ab\tbc")])
+    _, raw = model(ids, return_attention=True)
+    for source in (raw, [w[0] for w in raw]):
+        out = heatmaps.to_bertviz(source)
+        assert len(out) == 2
+        for o, r in zip(out, raw):
+            assert o.shape == (1, 2, 5, 5) and not o.requires_grad
+            torch.testing.assert_close(o, r)
+
+
+def test_to_bertviz_rejects_a_batch_of_many():
+    with pytest.raises(ValueError, match="layer 0"):
+        heatmaps.to_bertviz([torch.zeros(2, 2, 3, 3)])
