@@ -52,10 +52,12 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         q, k, v = self.qkv(x).split(self.n_heads * self.head_dim, dim=-1)  # (B, T, H·hd) each
         q, k, v = (t.view(B, T, self.n_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
+        # contiguous first: apply_rope's every-other-element slices of a transposed view are slow
         if self.rope:
-            q, k = apply_rope(q, rope_cos, rope_sin), apply_rope(k, rope_cos, rope_sin)
+            q = apply_rope(q.contiguous(), rope_cos, rope_sin)
+            k = apply_rope(k.contiguous(), rope_cos, rope_sin)
         if self.rope_on_v:
-            v = apply_rope(v, rope_cos, rope_sin)
+            v = apply_rope(v.contiguous(), rope_cos, rope_sin)
         if need_weights:
             y, weights = attention(q, k, v, causal=self.causal)  # (B, H, T, hd), (B, H, T, T)
         else:

@@ -74,10 +74,12 @@ class Transformer(nn.Module):
             h = h + self.pos_table[:T]
         h = self.drop(h)
         all_weights = []
+        cos = sin = freq = None
         for block in self.blocks:
-            cos = sin = None
-            if hasattr(block.attn, "inv_freq"):  # (H, T, hd/2): computed once a layer, not per head
-                cos, sin = rope_angles(block.attn.inv_freq, T)
+            inv_freq = getattr(block.attn, "inv_freq", None)
+            if inv_freq is not None and (freq is None or not torch.equal(inv_freq, freq)):
+                freq = inv_freq  # layers usually share their frequencies: compute the angles once
+                cos, sin = rope_angles(inv_freq, T)  # (H, T, hd/2) each
             h, weights = block(h, cos, sin, need_weights=return_attention)
             all_weights.append(weights)
         if self.final_norm is not None:
