@@ -1,0 +1,139 @@
+"""The benchmark's reference implementations compute minitf's function (no timing here).
+
+`make bench` compares the speed of minitf with a re-creation of the seed's formulation, a compact
+expert formulation and a fast-path prototype; the comparison only means something if all of them
+compute the same logits and gradients from the same weights.
+"""
+import copy
+import importlib.util
+import pathlib
+
+import pytest
+import torch
+
+import minitf
+from minitf import Config, Transformer
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def load_bench_module(name):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ref = load_bench_module("reference_models")
+
+CONFIGS = {
+    "seed": Config(),
+    "wide": Config(d_model=16, n_heads=4, d_ff=24, activation="gelu"),
+    "pre-norm": Config(d_model=16, n_heads=2, d_ff=32, norm_position="pre"),
+}
+
+
+def trained_like(config, seed=0):
+    """A minitf model with non-trivial norm gains and biases, so every parameter matters."""
+    torch.manual_seed(seed)
+    model = Transformer(config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                p.uniform_(-0.5, 0.5).add_(1.0 if name.endswith("weight") else 0.0)
+    return model.eval()
+
+
+def ids_for(seed=1, shape=(3, 13)):
+    return torch.randint(0, 256, shape, generator=torch.Generator().manual_seed(seed))
+
+
+def grads(model, ids):
+    model.zero_grad()
+    logits = model(ids)
+    (logits.square().mean() + logits[:, -1].logsumexp(-1).mean()).backward()
+    return logits.detach()
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_expert_formulation_equals_minitf(name):
+    model = trained_like(CONFIGS[name])
+    expert = ref.ExpertTransformer.from_minitf(model).eval()
+    ids = ids_for()
+    assert torch.allclose(expert(ids), model(ids), atol=1e-5)
+    assert sum(p.numel() for p in expert.parameters()) == minitf.count_parameters(model)
+
+
+@pytest.mark.parametrize("name", ["seed", "wide"])
+def test_seed_formulation_without_its_quirks_equals_minitf(name):
+    model = trained_like(CONFIGS[name])
+    seed_style = ref.SeedStyleTransformer.from_minitf(model, seed_quirks=False).eval()
+    ids = ids_for()
+    assert torch.allclose(seed_style(ids), model(ids), atol=1e-5)
+
+
+def test_seed_quirks_change_the_function_the_benchmark_times():
+    """With the double LayerNorm and d_model-based RoPE on, the seed formulation is another model."""
+    model = trained_like(CONFIGS["seed"])
+    ids = ids_for()
+    quirky = ref.SeedStyleTransformer.from_minitf(model, seed_quirks=True).eval()
+    assert not torch.allclose(quirky(ids), model(ids), atol=1e-3)
+    assert [layer.rope_dim for layer in quirky.layers] == [4, 4]  # d_model, where minitf uses head_dim 2
+
+
+def test_seed_formulation_is_post_norm_only():
+    with pytest.raises(ValueError, match="post-norm"):
+        ref.SeedStyleTransformer(CONFIGS["pre-norm"])
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_fast_path_exact_is_bit_identical_to_minitf(name):
+    model = trained_like(CONFIGS[name])
+    fast = ref.minitf_fast_path(copy.deepcopy(model), fused_norm=False, rope="contiguous")
+    ids = ids_for()
+    logits, weights = model(ids, return_attention=True)
+    fast_logits, fast_weights = fast(ids, return_attention=True)
+    assert torch.equal(fast_logits, logits)
+    assert all(torch.equal(a, b) for a, b in zip(fast_weights, weights))
+    assert torch.equal(fast(ids[:, :7]), model(ids[:, :7]))  # a second length: the cache is per length
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_fast_path_gives_minitf_logits_and_gradients(name):
+    model = trained_like(CONFIGS[name])
+    fast = ref.minitf_fast_path(copy.deepcopy(model), fused_norm=True, rope="complex")
+    ids = ids_for()
+    assert torch.allclose(grads(fast, ids), grads(model, ids), atol=1e-5)
+    for (n, p), q in zip(model.named_parameters(), fast.parameters()):
+        assert torch.allclose(q.grad, p.grad, atol=1e-5, rtol=1e-4), n
+
+
+def test_fast_path_sees_changed_rope_frequencies():
+    """The cache is keyed by the frequency tensor's version: an in-place change is not missed."""
+    model = trained_like(CONFIGS["seed"])
+    fast = ref.minitf_fast_path(copy.deepcopy(model), rope="contiguous", fused_norm=False)
+    ids = ids_for()
+    fast(ids)
+    for m in (model, fast):
+        for block in m.blocks:
+            block.attn.inv_freq.mul_(0.5)
+    assert torch.equal(fast(ids), model(ids))
+
+
+def test_expert_refuses_per_head_frequencies_it_cannot_hold():
+    model = trained_like(CONFIGS["wide"])
+    model.blocks[0].attn.inv_freq[1] *= 2
+    with pytest.raises(ValueError, match="same frequencies"):
+        ref.ExpertTransformer.from_minitf(model)
+
+
+def test_runner_reads_the_recipe_command(tmp_path, monkeypatch):
+    run = load_bench_module("run")
+    monkeypatch.setattr(run, "ROOT", tmp_path)
+    assert run.read_recipe()[1].startswith("placeholder")
+    (tmp_path / "RECIPE.md").write_text("Train:\n\n```\npython -m minitf train --d-model 32 \\\n"
+                                        "  --steps 10 --out m.pt\n```\n")
+    cmd, source = run.read_recipe()
+    assert source == "RECIPE.md"
+    assert cmd.split() == ["python", "-m", "minitf", "train", "--d-model", "32", "--steps", "10",
+                           "--out", "m.pt"]
