@@ -15,7 +15,7 @@ rendered from whatever results exist, each with its own date):
              a child process: training time until the first evaluation with >= 99 % exact match on
              the CLI's fresh held-out pairs (evaluation time counted apart), and the child's peak RSS
   notebooks  wall time of `pytest --nbval notebooks` and of each notebook in it (JUnit XML)
-  origami    runs bench/origami_growth.py if it exists and collects bench/results/origami*.json
+  origami    runs bench/origami_growth.py and bench/origami_recipe_growth.py, collects bench/results/origami*.json
 
 A benchmark, not a test: nothing here fails on a slow machine; goals are reported as met or missed.
 """
@@ -359,18 +359,24 @@ def bench_notebooks(args, results: Path) -> dict:
 
 # --- 4. origami ---------------------------------------------------------------------------------
 
+ORIGAMI_SCRIPTS = ("origami_growth.py", "origami_recipe_growth.py")
+
+
 def bench_origami(args, results: Path) -> dict:
-    script = BENCH / "origami_growth.py"
-    out = {"date": now(), "script": str(script.relative_to(ROOT)), "present": script.exists(),
-           "mode": args.origami}
-    if script.exists() and args.origami == "run":
+    """Run the Origami experiments (each writes bench/results/origami*.json) and collect them."""
+    out = {"date": now(), "mode": args.origami, "runs": []}
+    for name in ORIGAMI_SCRIPTS:
+        script = BENCH / name
+        if not script.exists() or args.origami != "run":
+            continue
         cmd = [sys.executable, str(script.relative_to(ROOT))] + (["--quick"] if args.quick else [])
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-        out.update(command=" ".join(["python"] + cmd[1:]), exit_code=proc.returncode,
-                   wall_seconds=time.perf_counter() - t0,
-                   stderr_tail=proc.stderr.strip().splitlines()[-5:])
-        print(f"  origami: exit {proc.returncode} after {out['wall_seconds']:.1f} s", flush=True)
+        run = {"command": " ".join(["python"] + cmd[1:]), "exit_code": proc.returncode,
+               "wall_seconds": time.perf_counter() - t0,
+               "stderr_tail": proc.stderr.strip().splitlines()[-5:]}
+        out["runs"].append(run)
+        print(f"  {name}: exit {proc.returncode} after {run['wall_seconds']:.1f} s", flush=True)
     out["results"] = {p.name: json.loads(p.read_text()) for p in sorted(results.glob("origami*.json"))}
     out["summaries"] = {p.name: p.read_text() for p in sorted(results.glob("origami*.md"))}
     return out
@@ -536,9 +542,10 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
                       wall["median"] <= SUITE_GOAL_S, f"{fmt(wall)} s"))
     L += ["## 4. Origami: growth vs scratch", ""]
     if origami and origami["results"]:
-        if origami.get("exit_code") is not None:
-            L += [f"`{origami['command']}` ran from `bench/run.py` on {origami['date']}: exit "
-                  f"{origami['exit_code']}, {origami['wall_seconds']:.0f} s wall time.", ""]
+        if origami.get("runs"):
+            L += [f"`{run['command']}` ran from `bench/run.py` on {origami['date']}: exit "
+                  f"{run['exit_code']}, {run['wall_seconds']:.0f} s wall time." for run in origami["runs"]]
+            L.append("")
         else:
             L += [f"Collected on {origami['date']} from the stored results (`--origami collect`: the "
                   "experiment was not re-run by this benchmark run).", ""]
@@ -551,8 +558,8 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
             else:
                 L += ["```json", json.dumps(res, indent=1)[:3000], "```", ""]
     else:
-        L += [f"Not measured: `bench/origami_growth.py` {'ran but wrote no bench/results/origami*.json' if origami and origami.get('present') else 'did not exist'} "
-              "when the benchmark last ran. Re-run with `python bench/run.py --only origami`.", ""]
+        L += ["Not measured: no bench/results/origami*.json when the benchmark last ran. "
+              "Re-run with `python bench/run.py --only origami`.", ""]
     if goals:
         L[L.index("## Machine") if "## Machine" in L else 4:0] = [
             "## Goals", "", "| goal | met | measured |", "|---|---|---|",
@@ -632,7 +639,7 @@ def main(argv=None) -> int:
                    help="end each recipe run at its first solved evaluation (implied by --quick)")
     p.add_argument("--nb-repeats", type=int, default=2)
     p.add_argument("--origami", choices=["run", "collect"], default="run",
-                   help="run bench/origami_growth.py (--quick passes --quick) or only collect its results")
+                   help="run the bench/origami_*.py experiments (--quick passes --quick) or only collect their results")
     p.add_argument("--results", type=Path, default=BENCH / "results")
     p.add_argument("--report", type=Path, default=BENCH / "REPORT.md")
     args = p.parse_args(argv)
