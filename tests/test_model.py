@@ -54,6 +54,10 @@ def test_norms_equal_pytorch(kind, reference):
         ref.load_state_dict(ours.state_dict())
     x = torch.randn(3, 5, 6, dtype=torch.float64) * 3 + 1
     assert torch.allclose(ours.double()(x), ref.double()(x), atol=1e-12)
+    if kind == "layer":  # forward is the fused kernel; the written-out formula must agree with it
+        assert torch.allclose(ours.formula(x), ref(x), atol=1e-12)
+        x32 = x.float()
+        assert torch.allclose(ours.float().formula(x32), ours(x32), atol=1e-5)
 
 
 @pytest.mark.parametrize("causal", [True, False])
