@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import minitf  # noqa: E402
-from minitf import Config, Transformer, count_parameters, make_pairs, train  # noqa: E402
+from minitf import Config, Transformer, count_parameters, train  # noqa: E402
+from minitf.data import make_splits  # noqa: E402
 from minitf.origami import widen  # noqa: E402
 
 RECIPE = Config(d_model=32, n_heads=4, head_dim=8, d_ff=128, norm_position="pre", dropout=0.0)
@@ -60,13 +61,6 @@ ARMS = {
 }
 THRESHOLDS = {"exact_match >= 0.99": ("exact_match", 0.99, 1),
               "loss <= 0.05": ("loss", 0.05, -1), "loss <= 0.01": ("loss", 0.01, -1)}
-
-
-def data(n_train: int, n_val: int, repeats: float):
-    """RECIPE.md's training data (the CLI's seeds for --seed 0) and fresh held-out pairs."""
-    train_pairs = make_pairs("shift", n_train, 1000, max_len=12, repeats=repeats)
-    val = make_pairs("shift", n_val, 2000, max_len=12, exclude=[p.input for p in train_pairs])
-    return train_pairs, val
 
 
 def grow(model: Transformer, d_model: int, *, optimizer=None, seed: int = 0):
@@ -212,7 +206,7 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     minitf.notebook.setup(seed=0)
     torch.set_num_threads(1)
-    train_pairs, val = data(args.n_train, args.n_val, args.repeats)
+    train_pairs, val = make_splits("shift", args.n_train, args.n_val, seed=0, repeats=args.repeats)  # the CLI's data
     runs, start = [], time.time()
     for seed in args.seeds:
         for name in args.arms:

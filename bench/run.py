@@ -89,7 +89,7 @@ def step_models(config, seed: int = 0) -> dict:
 def bench_steps(args) -> dict:
     import torch
     import minitf
-    from minitf.train import make_optimizer
+    from minitf.train import make_optimizer, train_step
 
     pairs = minitf.read_pairs(ROOT / "data/train.txt")
     ids, targets = minitf.make_batch(pairs)  # the full batch: (450, T)
@@ -105,12 +105,7 @@ def bench_steps(args) -> dict:
             opts = {k: make_optimizer(m, 1e-3) for k, m in models.items()}
 
             def step(k):
-                model, opt = models[k], opts[k]
-                loss = minitf.masked_loss(model(ids), targets)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
+                train_step(models[k], opts[k], ids, targets)
 
             for k, m in models.items():
                 m.train()
@@ -143,7 +138,7 @@ def profile_steps(config, ids, targets, steps: int = 3) -> dict:
     import torch
     from torch.profiler import ProfilerActivity, profile
     import minitf
-    from minitf.train import make_optimizer
+    from minitf.train import make_optimizer, train_step
 
     torch.set_num_threads(1)
     models = step_models(config)
@@ -152,11 +147,7 @@ def profile_steps(config, ids, targets, steps: int = 3) -> dict:
         model, opt = models[k].train(), make_optimizer(models[k], 1e-3)
 
         def step():
-            loss = minitf.masked_loss(model(ids), targets)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
+            train_step(model, opt, ids, targets)
 
         step()
         with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:

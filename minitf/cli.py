@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .checkpoint import CheckpointError, load, save
 from .config import Config
-from .data import TASKS, DataError, make_pairs, read_pairs, write_pairs
+from .data import TASKS, DataError, make_pairs, make_splits, read_pairs, write_pairs
 from .evaluate import evaluate
 from .generate import generate
 from .model import Transformer, count_parameters
@@ -48,18 +48,25 @@ def config_from_args(args) -> Config:
                   dropout=args.dropout, max_len=args.max_len)
 
 
+def train_val_pairs(args):
+    """The pairs `train` uses: the --train/--val files, or generated ones (data.make_splits)."""
+    given = read_pairs(args.train) if args.train else None
+    train_pairs, val_pairs = make_splits(args.task, args.n_train, 0 if args.val else args.n_val,
+                                         args.seed, max_len=args.pair_len, repeats=args.repeats,
+                                         train=given)
+    return train_pairs, (read_pairs(args.val) if args.val else val_pairs)
+
+
+LOSS_CURVE_EVERY = 10  # the stored training-loss curve: the mean of every 10 steps
+
+
 def cmd_train(args) -> int:
     if Path(args.out).exists() and not args.force:
         return fail(f"{args.out} exists; pass --force to replace it")
     import torch
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    train_pairs = (read_pairs(args.train) if args.train else
-                   make_pairs(args.task, args.n_train, args.seed + 1000, max_len=args.pair_len,
-                              repeats=args.repeats))
-    val_pairs = (read_pairs(args.val) if args.val else
-                 make_pairs(args.task, args.n_val, args.seed + 2000, max_len=args.pair_len,
-                            exclude=[p.input for p in train_pairs]))
+    train_pairs, val_pairs = train_val_pairs(args)
     model = Transformer(config_from_args(args))
     print(f"model: {count_parameters(model):,} parameters, {len(train_pairs)} training pairs "
           f"({'from ' + args.train if args.train else f'generated {args.task}'})")
@@ -70,9 +77,13 @@ def cmd_train(args) -> int:
         print(f"step {v['step']:6d}  val loss {v['loss']:.4f}  char acc {v['char_accuracy']:.4f}  "
               f"exact {v['exact_match']:.4f}")
     final = hist.val[-1]
+    every = LOSS_CURVE_EVERY
+    curve = [round(sum(hist.loss[i:i + every]) / len(hist.loss[i:i + every]), 4)
+             for i in range(0, len(hist.loss), every)]
     save(model, args.out, overwrite=args.force, metadata={
         "command": args.command_line, "steps": args.steps, "seed": args.seed,
-        "train_seconds": round(hist.seconds, 1), "val": final})
+        "train_seconds": round(hist.seconds, 1), "val": final, "val_curve": hist.val,
+        "loss_curve_every": every, "loss_curve": curve})
     print(f"trained {args.steps} steps in {hist.seconds:.1f} s; saved {args.out}")
     return 0
 
@@ -164,7 +175,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
-    args.command_line = shlex.join(["python", "-m", "minitf", *argv])  # how to run it again
+    # how to make the same result again: flags that change nothing about it are left out
+    args.command_line = shlex.join(["python", "-m", "minitf",
+                                    *(a for a in argv if a not in ("--force", "--no-progress"))])
     try:
         return args.func(args)
     except (DataError, CheckpointError, FileExistsError, FileNotFoundError, ValueError) as e:

@@ -42,6 +42,17 @@ def make_optimizer(model, lr: float, weight_decay: float = 0.01) -> torch.optim.
                               {"params": rest, "weight_decay": 0.0}], lr=lr)
 
 
+def train_step(model, optimizer, ids, targets, clip: float = 1.0) -> torch.Tensor:
+    """One update: forward, output-only loss, backward, gradient clipping, optimizer step."""
+    loss = masked_loss(model(ids), targets)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if clip:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return loss
+
+
 def train(model, train_pairs: list[Pair], val_pairs: list[Pair] | None = None, *, steps: int = 1000,
           batch_size: int = 64, lr: float = 3e-3, weight_decay: float = 0.01, warmup: int = 50,
           min_lr_ratio: float = 0.1, clip: float = 1.0, seed: int = 0, eval_every: int | None = None,
@@ -78,12 +89,7 @@ def train(model, train_pairs: list[Pair], val_pairs: list[Pair] | None = None, *
         rate = lr_at(step, steps, lr, warmup, min_lr_ratio)
         for group in opt.param_groups:
             group["lr"] = rate
-        loss = masked_loss(model(ids), targets)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
+        loss = train_step(model, opt, ids, targets, clip)
         history.loss.append(loss.item())
         history.lr.append(rate)
         history.tokens += int((targets != IGNORE).sum())

@@ -65,7 +65,10 @@ def test_cli_train_eval_generate(tmp_path, capsys):
                  "--out", str(ckpt), "--no-progress"]) == 0
     assert "saved" in capsys.readouterr().out
     assert load(ckpt).metadata["steps"] == 5
-    assert load(ckpt).metadata["command"].startswith("python -m minitf train --train data/train.txt")
+    meta = load(ckpt).metadata
+    assert meta["command"] == ("python -m minitf train --train data/train.txt --val data/val.txt "
+                               f"--steps 5 --out {ckpt}")  # --no-progress changes nothing: left out
+    assert len(meta["loss_curve"]) == 1 and meta["val_curve"][-1]["step"] == 5
     assert main(["eval", str(ckpt), "data/val.txt"]) == 0
     assert '"exact_match"' in capsys.readouterr().out
     assert main(["generate", str(ckpt), "abc"]) == 0

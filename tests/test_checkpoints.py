@@ -51,7 +51,7 @@ def test_checkpoint_reaches_its_stated_metrics(path):
     model = minitf.load(path)
     meta = model.metadata
     args = parser().parse_args(shlex.split(meta["command"])[3:])
-    _, val_pairs = maker().data_for(args)
+    _, val_pairs = minitf.cli.train_val_pairs(args)
     assert model.config == minitf.cli.config_from_args(args)
     got, stated = minitf.evaluate(model, val_pairs), meta["val"]
     assert got["exact_match"] == pytest.approx(stated["exact_match"], abs=0.02)

@@ -1,21 +1,13 @@
 """Re-make the shipped checkpoints: `python data/checkpoints/make.py [NAME ...]` from the repo root.
 
-Each entry is a `python -m minitf train` argument list. This script parses it with the CLI's own
-parser and runs exactly the CLI's steps (same seeds, same generated data, same model), and also
-keeps the training curve in the checkpoint's metadata so a notebook can plot it without retraining.
-`python -m minitf train <args>` gives the same weights (README.md says how that was checked).
+Each entry is a `python -m minitf train` argument list, run through the CLI itself (one thread, its
+default); the checkpoint's metadata records the command, the validation and training-loss curves.
 """
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-import torch
-
-import minitf
-from minitf.cli import config_from_args, parser
-
-HERE = Path(__file__).resolve().parent
+from minitf.cli import main
 
 RECIPES = {
     "seed": "--train data/train.txt --val data/val.txt --steps 2000 --eval-every 500",
@@ -30,39 +22,14 @@ RECIPES = {
 }
 
 
-def data_for(args):
-    """The CLI's training and validation pairs for these arguments (same seeds, same order)."""
-    train_pairs = (minitf.read_pairs(args.train) if args.train else
-                   minitf.make_pairs(args.task, args.n_train, args.seed + 1000, max_len=args.pair_len,
-                                     repeats=args.repeats))
-    val_pairs = (minitf.read_pairs(args.val) if args.val else
-                 minitf.make_pairs(args.task, args.n_val, args.seed + 2000, max_len=args.pair_len,
-                                   exclude=[p.input for p in train_pairs]))
-    return train_pairs, val_pairs
-
-
 def make(name: str) -> None:
-    out = HERE / f"{name}.pt"
-    argv = ["train", *RECIPES[name].split(), "--out", str(out), "--no-progress"]
-    args = parser().parse_args(argv)
-    torch.manual_seed(args.seed)  # as the CLI does, before data and model
-    train_pairs, val_pairs = data_for(args)
-    model = minitf.Transformer(config_from_args(args))
-    hist = minitf.train(model, train_pairs, val_pairs, steps=args.steps, batch_size=args.batch_size,
-                        lr=args.lr, warmup=args.warmup, seed=args.seed, eval_every=args.eval_every,
-                        progress=False)
-    every = 10  # the loss curve, averaged over blocks of 10 steps, keeps the file small
-    curve = [round(sum(hist.loss[i:i + every]) / len(hist.loss[i:i + every]), 4)
-             for i in range(0, len(hist.loss), every)]
-    minitf.save(model, out, overwrite=True, metadata={
-        "command": "python -m minitf train " + RECIPES[name] + f" --out data/checkpoints/{name}.pt",
-        "steps": args.steps, "seed": args.seed, "train_seconds": round(hist.seconds, 1),
-        "val": hist.val[-1], "val_curve": hist.val, "loss_curve_every": every, "loss_curve": curve})
-    print(f"{name}: {minitf.count_parameters(model):,} parameters, {hist.seconds:.0f} s, "
-          f"val {hist.val[-1]}")
+    """Train one checkpoint with `python -m minitf train`, replacing the shipped file."""
+    argv = ["train", *RECIPES[name].split(), "--out", f"data/checkpoints/{name}.pt", "--force",
+            "--no-progress"]
+    if main(argv) != 0:
+        raise SystemExit(f"{name}: training failed")
 
 
 if __name__ == "__main__":
-    torch.set_num_threads(1)  # how the shipped files were made; also much faster on a busy CPU
     for name in sys.argv[1:] or RECIPES:
         make(name)
