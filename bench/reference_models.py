@@ -267,7 +267,7 @@ def _make_fast_attention_forward(rope_fn):
         q, k, v = (t.view(B, T, self.n_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
         q, k = rope_fn(q, rope_cos, rope_sin, rope_cis), rope_fn(k, rope_cos, rope_sin, rope_cis)
         if need_weights:
-            y, weights = minitf.attention(q, k, v, causal=self.causal)
+            y, weights = minitf.attention(q, k, v, minitf.causal_mask(T) if self.causal else None)
         else:
             y, weights = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal), None
         y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)

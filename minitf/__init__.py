@@ -15,7 +15,9 @@ from .rope import apply_rope, rope_angles, rope_frequencies, sinusoidal_table
 from .tokens import EOS, IGNORE, PAD, TAB, decode, encode, show
 from .train import History, train
 from .widgets import RopeExplorer
+from .heads import ablate_heads
+from .workbook import exercise
 
-from . import notebook, origami
+from . import notebook, origami, parts, solutions, workbook
 
 __version__ = "0.1.0"

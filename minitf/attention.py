@@ -21,12 +21,14 @@ def causal_mask(T: int, device=None) -> torch.Tensor:
     return torch.triu(torch.ones(T, T, dtype=torch.bool, device=device), diagonal=1)
 
 
-def attention(q, k, v, causal: bool = True):
-    """Scaled dot-product attention. q, k, v: (B, H, T, hd) → output (B, H, T, hd), weights (B, H, T, T)."""
-    T = q.size(-2)
+def attention(q, k, v, mask: torch.Tensor | None = None):
+    """Scaled dot-product attention. q, k, v: (B, H, T, hd) → output (B, H, T, hd), weights (B, H, T, T).
+
+    mask: (T, T) bool, True where query i may NOT look at key j (`causal_mask(T)`), or None.
+    """
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (B, H, T, T)
-    if causal:
-        scores = scores.masked_fill(causal_mask(T, q.device), float("-inf"))
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
     weights = scores.softmax(dim=-1)  # each row sums to 1 over the positions it may see
     return weights @ v, weights
 
@@ -54,13 +56,21 @@ class MultiHeadAttention(nn.Module):
         q, k, v = (t.view(B, T, self.n_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
         # contiguous first: apply_rope's every-other-element slices of a transposed view are slow
         if self.rope:
-            q = apply_rope(q.contiguous(), rope_cos, rope_sin)
-            k = apply_rope(k.contiguous(), rope_cos, rope_sin)
+            q = self.rotate(q.contiguous(), rope_cos, rope_sin)
+            k = self.rotate(k.contiguous(), rope_cos, rope_sin)
         if self.rope_on_v:
-            v = apply_rope(v.contiguous(), rope_cos, rope_sin)
-        if need_weights:
-            y, weights = attention(q, k, v, causal=self.causal)  # (B, H, T, hd), (B, H, T, T)
-        else:
-            y, weights = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal), None
+            v = self.rotate(v.contiguous(), rope_cos, rope_sin)
+        y, weights = self.attend(q, k, v, need_weights)  # (B, H, T, hd), (B, H, T, T) or None
         y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # heads side by side
         return self.out(y), weights
+
+    # The two steps a learner's own pieces can replace (minitf.parts); these are minitf's.
+    def rotate(self, x, cos, sin):
+        return apply_rope(x, cos, sin)
+
+    def attend(self, q, k, v, need_weights: bool):
+        """The written-out attention when the weights are wanted, else PyTorch's fused kernel."""
+        if need_weights:
+            mask = causal_mask(q.size(-2), q.device) if self.causal else None
+            return attention(q, k, v, mask)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal), None

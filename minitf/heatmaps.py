@@ -18,7 +18,7 @@ from .tokens import show, to_bytes
 
 
 def byte_labels(ids) -> list[str]:
-    """One axis label per byte: printable bytes as themselves, space as ␣, TAB as →, EOS as ⏎."""
+    """One axis label per byte: printable bytes as themselves, space as ␣, TAB as ⇥, EOS as ⏎."""
     return ["␣" if int(b) == 32 else show([int(b)]) for b in ids]
 
 

@@ -25,12 +25,12 @@ def decode(ids) -> bytes:
 
 
 def show(ids_or_bytes) -> str:
-    """A printable view of bytes: TAB as →, EOS as ⏎, other non-printables as \\xNN."""
+    """A printable view of bytes: TAB as ⇥, EOS as ⏎, other non-printables as \\xNN."""
     out = []
     for b in (ids_or_bytes if not isinstance(ids_or_bytes, str) else to_bytes(ids_or_bytes)):
         b = int(b)
         if b == TAB:
-            out.append("→")
+            out.append("⇥")
         elif b == EOS:
             out.append("⏎")
         elif 32 <= b < 127:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
-from .data import Pair, make_batch
+from . import data
+from .data import Pair
 from .evaluate import evaluate, masked_loss
 from .tokens import IGNORE
 
@@ -56,12 +57,14 @@ def train_step(model, optimizer, ids, targets, clip: float = 1.0) -> torch.Tenso
 def train(model, train_pairs: list[Pair], val_pairs: list[Pair] | None = None, *, steps: int = 1000,
           batch_size: int = 64, lr: float = 3e-3, weight_decay: float = 0.01, warmup: int = 50,
           min_lr_ratio: float = 0.1, clip: float = 1.0, seed: int = 0, eval_every: int | None = None,
-          progress: bool = True, optimizer: torch.optim.Optimizer | None = None) -> History:
+          progress: bool = True, optimizer: torch.optim.Optimizer | None = None,
+          make_batch=None) -> History:
     """Train `model` in place on the output part of each pair; returns the History.
 
     Batches are drawn without replacement, epoch after epoch, from a generator seeded with `seed`.
     val_pairs are evaluated every eval_every steps (default: only at the end). Pass the optimizer
-    of an earlier run (history.optimizer) to continue with its moments.
+    of an earlier run (history.optimizer) to continue with its moments. `make_batch` replaces
+    minitf.make_batch (a learner's own, in notebook 08).
     """
     if not train_pairs:
         raise ValueError("train needs at least one training pair")
@@ -69,7 +72,7 @@ def train(model, train_pairs: list[Pair], val_pairs: list[Pair] | None = None, *
         raise ValueError(f"steps must be >= 1, got {steps}")
     torch.manual_seed(seed)  # dropout masks
     gen = torch.Generator().manual_seed(seed)
-    all_ids, all_targets = make_batch(train_pairs)  # encode once, slice rows per step
+    all_ids, all_targets = (make_batch or data.make_batch)(train_pairs)  # encode once, slice rows per step
     lengths = (all_targets != IGNORE).long().cumsum(1).argmax(1) + 1  # last real target + 1
     batch_size = min(batch_size, len(train_pairs))
     opt = optimizer or make_optimizer(model, lr, weight_decay)

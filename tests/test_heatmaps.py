@@ -13,7 +13,7 @@ def small_model(**changes):
 
 
 def test_byte_labels_make_invisible_bytes_visible():
-    assert heatmaps.byte_labels(b"a b\t\n\x01") == ["a", "␣", "b", "→", "⏎", "\\x01"]
+    assert heatmaps.byte_labels(b"a b\t\n\x01") == ["a", "␣", "b", "⇥", "⏎", "\\x01"]
 
 
 def test_attention_weights_are_the_models_own_for_the_sequence_it_reads():
@@ -94,7 +94,7 @@ def test_plot_attention_draws_one_panel_per_layer_and_head_with_byte_labels():
     fig = heatmaps.plot_attention(weights, labels)
     assert len(fig.axes) == 4
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "→", "b", "c"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "⇥", "b", "c"]
     assert ax.get_title() == "layer 0 · head 0"
     fig = heatmaps.plot_attention(weights, labels, layers=[1], heads=[0])
     assert len(fig.axes) == 1 and fig.axes[0].get_title() == "layer 1 · head 0"

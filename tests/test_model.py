@@ -64,7 +64,7 @@ def test_norms_equal_pytorch(kind, reference):
 def test_attention_equals_scaled_dot_product_attention(causal):
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 3, 7, 4, dtype=torch.float64) for _ in range(3))
-    out, weights = minitf.attention(q, k, v, causal=causal)
+    out, weights = minitf.attention(q, k, v, minitf.causal_mask(7) if causal else None)
     assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, is_causal=causal), atol=1e-12)
     assert torch.allclose(weights.sum(-1), torch.ones(2, 3, 7, dtype=torch.float64))
     if causal:

@@ -10,7 +10,7 @@ import sys
 from minitf.cli import main
 
 RECIPES = {
-    "seed": "--train data/train.txt --val data/val.txt --steps 2000 --eval-every 500",
+    "tiny": "--train data/train.txt --val data/val.txt --steps 2000 --eval-every 500",
     "shift": "--task shift --n-train 30000 --repeats 0.33 --d-model 32 --n-heads 4 --d-ff 128 "
              "--norm-position pre --dropout 0 --steps 3000 --lr 6e-3 --seed 0 --eval-every 500",
     "shift_uniform": "--task shift --n-val 200 --d-model 32 --n-heads 4 --n-layers 2 "

@@ -1,0 +1,103 @@
+"""Reference solutions of the course's exercises, written the way a learner would write them.
+
+They are deliberately plain (a loop where a loop is clearer, no fused kernels): each is the answer
+a notebook shows, collapsed, after its exercise. The tests run every one of them through its
+exercise's check, and check that each notebook's "Solution" block is this file's code, so the
+solutions, the checks and the notebooks cannot drift apart. notebook 08 builds a model from them
+wherever a learner has not written a piece yet.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .tokens import EOS, IGNORE, PAD, TAB
+
+
+def my_embed(ids, table):
+    # one row of the table per byte id: (B, T) ids → (B, T, C) vectors
+    return table[ids]
+
+
+def my_count_parameters(config):
+    V, C, L, F = config.vocab_size, config.d_model, config.n_layers, config.d_ff
+    embedding = V * C
+    attention = 4 * (C * C + C)     # W_Q, W_K, W_V, W_O, each with a bias
+    ffn = (C * F + F) + (F * C + C)  # up C→F and down F→C, with biases
+    norms = 2 * (C + C)             # two LayerNorms per layer: γ and β
+    head = C * V + V                # the output head, with its bias
+    return embedding + L * (attention + ffn + norms) + head
+
+
+def my_apply_rope(x, cos, sin):
+    a = x[..., 0::2]  # first element of every pair: dims 0, 2, 4, …
+    b = x[..., 1::2]  # second element: dims 1, 3, 5, …
+    a_rot = a * cos - b * sin
+    b_rot = a * sin + b * cos
+    out = torch.empty_like(x)
+    out[..., 0::2] = a_rot  # put each rotated pair back in its own two slots
+    out[..., 1::2] = b_rot
+    return out
+
+
+def my_causal_mask(T):
+    i = torch.arange(T)[:, None]  # query positions, as a column
+    j = torch.arange(T)[None, :]  # key positions, as a row
+    return j > i                  # True where the key is in the query's future
+
+
+def my_attention(q, k, v, mask):
+    d = q.size(-1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, H, T, T)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))  # the future gets weight e^-inf = 0
+    weights = torch.softmax(scores, dim=-1)              # each row sums to 1
+    return weights @ v, weights
+
+
+def my_layer_norm(x, weight, bias, eps):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)  # biased: divide by C, not C − 1
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
+def my_rms_norm(x, weight, eps):
+    rms = torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps)
+    return x / rms * weight
+
+
+def my_feed_forward(x, w_up, b_up, w_down, b_down):
+    hidden = torch.relu(x @ w_up.T + b_up)  # (B, T, d_ff); nn.Linear stores W as (out, in)
+    return hidden @ w_down.T + b_down        # (B, T, C)
+
+
+def my_make_batch(pairs):
+    seqs = [[*p.input, TAB, *p.output, EOS] for p in pairs]
+    T = max(len(s) for s in seqs) - 1  # the model never reads the last byte
+    ids = torch.full((len(pairs), T), PAD)
+    targets = torch.full((len(pairs), T), IGNORE)
+    for row, (pair, seq) in enumerate(zip(pairs, seqs)):
+        n = len(seq) - 1
+        ids[row, :n] = torch.tensor(seq[:-1])
+        for t in range(len(pair.input), n):  # from the TAB on, position t predicts seq[t + 1]
+            targets[row, t] = seq[t + 1]
+    return ids, targets
+
+
+def my_ablate_head(model, layer, head):
+    import copy
+    model = copy.deepcopy(model)
+    hd = model.config.head_dim
+    with torch.no_grad():
+        # W_O reads the heads side by side: zeroing this head's columns removes its contribution
+        model.blocks[layer].attn.out.weight[:, head * hd:(head + 1) * hd] = 0
+    return model
+
+
+def my_widen_weight(W, k):
+    # k × k copies of W, each divided by k: the k copies of x add back up to W x
+    return torch.cat([torch.cat([W / k] * k, dim=1)] * k, dim=0)
+
+
+__all__ = [name for name in dir() if name.startswith("my_")]
