@@ -173,8 +173,7 @@ class PartsCheck:
 
     def __str__(self):
         if self.ok:
-            return (f"✓ your model computes minitf's logits (largest difference "
-                    f"{self.max_diff:.1e}, tolerance {self.tolerance:.0e})")
+            return f"✓ your model computes minitf's logits (every one within {self.tolerance:.0e})"
         lines = [f"✗ your model's logits differ from minitf's (largest difference {self.max_diff:.3g})"]
         for piece, why in self.broken.items():
             nb = PIECES[piece][1]
@@ -211,6 +210,8 @@ def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
             return f"raises {type(e).__name__}: {e}"
         if got.shape != expected.shape:
             return f"the model's output has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+        if got.isnan().any():
+            return "the model's logits are NaN (a softmax over a row whose every entry is masked?)"
         return float((got - expected).abs().max())
 
     forward_parts = Parts(**{name: getattr(parts, name) for name in parts.given() if name != "make_batch"})
@@ -228,7 +229,7 @@ def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
         try:
             run_check("make_batch", parts.make_batch)
         except ExerciseError as e:
-            broken["make_batch"] = str(e).splitlines()[0]
+            broken["make_batch"] = " ".join(line.strip() for line in str(e).splitlines()[:3])
     return PartsCheck(max_diff, broken, tolerance)
 
 

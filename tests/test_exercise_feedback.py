@@ -1,0 +1,335 @@
+"""minitf.exercises: every typical mistake gets a message that names it in words.
+
+One test per recognised mistake (its key in `exercises.DIAGNOSES`), plus the parts every message
+has: the failing case's arguments, named results, the hint (also when the function raises),
+booleans shown as True/False.
+"""
+import math
+
+import pytest
+import torch
+
+import minitf
+from minitf.exercises import DIAGNOSES, ExerciseError, check_function, compare
+
+
+def fails(learner, reference, cases, **options) -> ExerciseError:
+    with pytest.raises(ExerciseError) as info:
+        check_function(learner, reference, cases, **options)
+    own = {fn.__name__ for fn in options.get("diagnoses", ())}
+    assert set(info.value.diagnoses) <= set(DIAGNOSES) | own  # every key is documented
+    return info.value
+
+
+def rand(*shape, seed=0):
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def attention(q, k, v, mask=None, scale=True, softmax_dim=-1):
+    """minitf.attention written out, with the switches a learner gets wrong."""
+    scores = q @ k.transpose(-2, -1)
+    if scale:
+        scores = scores / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = scores.softmax(softmax_dim)
+    return weights @ v, weights
+
+
+def reference_attention(q, k, v, mask):
+    return attention(q, k, v, mask)
+
+
+ATTENTION_CASES = [(*rand(3, 1, 1, 4, 4).unbind(0), minitf.causal_mask(4))]
+MASK_CASES = [2, 4]
+
+
+def causal_mask(T):
+    return torch.ones(T, T, dtype=torch.bool).triu(1)
+
+
+# --- what every message has ----------------------------------------------------------------------
+
+def test_a_right_answer_gets_the_success_message():
+    assert check_function(causal_mask, minitf.causal_mask, MASK_CASES, name="my_causal_mask") == \
+        "✓ my_causal_mask agrees with minitf on 2 cases"
+
+
+def test_a_stub_is_not_written_yet_and_nothing_else():
+    def my_causal_mask(T):
+        raise NotImplementedError("your mask here")
+
+    error = fails(my_causal_mask, minitf.causal_mask, MASK_CASES, hint="j > i")
+    assert str(error) == "my_causal_mask is not written yet: replace the `raise NotImplementedError`"
+    assert error.diagnoses == ("not_written",)
+
+
+def test_the_failing_case_shows_its_arguments_compactly():
+    def my_source_position(task, n_input, k):
+        return n_input - k if task == "reverse" else k
+
+    cases = [("copy", 3, 1), ("reverse", 1, 0)]
+    msg = str(fails(my_source_position, lambda task, n, k: n - 1 - k if task == "reverse" else k, cases))
+    assert msg.startswith("my_source_position on case 1 (task='reverse', n_input=1, k=0): got 1, expected 0")
+
+    big, small = rand(2, 3, 4), torch.tensor([[72, 105, 9]])
+    msg = str(fails(lambda x, ids: x * 2, lambda x, ids: x, [(big, small)]))
+    assert "(x=tensor (2, 3, 4) float64, ids=tensor([[72, 105, 9]]))" in msg  # big: shape; small: in full
+    msg = str(fails(lambda config: 1, lambda config: 2, [(minitf.Config(d_model=8, n_heads=4),)]))
+    assert "(config=Config(d_model=8, n_heads=4))" in msg  # only what differs from Config()
+    msg = str(fails(lambda pairs: 1, lambda pairs: 2, [([minitf.Pair(b"Hi", b"Ij")],),
+                                                        (minitf.make_pairs("copy", 50, seed=0),)]))
+    assert "(pairs=[Pair('Hi' → 'Ij')])" in msg
+
+
+def test_cases_may_be_keyword_arguments_and_have_names():
+    msg = str(fails(lambda T: causal_mask(T).T, causal_mask, [{"T": 3}], case_names=["three positions"]))
+    assert msg.startswith("<lambda> on case 0, three positions (T=3):")
+
+
+def test_tuple_results_are_named():
+    def swapped_targets(pairs):
+        ids, targets = minitf.make_batch(pairs)
+        return ids, targets.masked_fill(targets == 73, 0)
+
+    msg = str(fails(swapped_targets, minitf.make_batch, [([minitf.Pair(b"Hi", b"Ij")],)],
+                    result_names=("ids", "targets")))
+    assert "\n  targets (your 2nd result): 1 of 5 entries differ; first at index (0, 2): got 0, expected 73" in msg
+    assert "ids (your" not in msg  # only the wrong result is reported
+    msg = str(fails(swapped_targets, minitf.make_batch, [([minitf.Pair(b"Hi", b"Ij")],)]))
+    assert "\n  your 2nd result: 1 of 5 entries differ" in msg
+
+
+def test_too_few_results_says_which_are_expected():
+    error = fails(lambda *a: reference_attention(*a)[0], reference_attention, ATTENTION_CASES,
+                  result_names=("output", "weights"))
+    assert "expected 2 results (output, weights), got a tensor of shape (1, 1, 4, 4)" in str(error)
+    assert error.diagnoses == ("type",)
+
+
+def test_a_missing_return_is_named():
+    assert "got None: is a `return` missing?" in str(fails(lambda T: None, causal_mask, MASK_CASES))
+
+
+def test_the_hint_is_shown_when_the_function_raises_with_the_line_that_raised():
+    def my_layer_norm(x):
+        mean = x.mean(-1)
+        return x - mean  # (2, 3) - (2,): no keepdim
+
+    error = fails(my_layer_norm, lambda x: x - x.mean(-1, keepdim=True), [rand(2, 3)], hint="keepdim=True")
+    msg = str(error)
+    assert msg.startswith("my_layer_norm on case 0 (x=tensor([[")
+    assert "raised RuntimeError: The size of tensor a (3) must match the size of tensor b (2)" in msg
+    assert "\n  in the line: return x - mean  # (2, 3) - (2,): no keepdim" in msg
+    assert msg.endswith("\nHint: keepdim=True") and error.diagnoses == ("raised",)
+
+
+def test_the_hint_is_shown_for_a_wrong_shape_and_a_wrong_type():
+    msg = str(fails(lambda x: x.sum(), lambda x: x, [rand(3)], hint="one number per entry"))
+    assert "shape (), expected (3,)" in msg and msg.endswith("Hint: one number per entry")
+    msg = str(fails(lambda x: x.tolist(), lambda x: x, [rand(3)], hint="return a tensor"))
+    assert "expected a tensor of shape (3,) and dtype torch.float64, got list" in msg
+    assert msg.endswith("Hint: return a tensor")
+
+
+def test_booleans_print_as_true_and_false_and_small_masks_as_grids():
+    msg = str(fails(lambda T: causal_mask(T).T, causal_mask, [3]))
+    assert "got False, expected True" in msg and " 1 " not in msg.split("\n")[0]
+    assert ("  yours      expected   (1 = True, · = False)\n"
+            "  · · ·      · 1 1\n"
+            "  1 · ·      · · 1\n"
+            "  1 1 ·      · · ·") in msg
+    assert "yours" not in str(fails(lambda T: causal_mask(T).T, causal_mask, [9]))  # 9 × 9: too big
+    assert "got True, expected False" in str(fails(lambda: True, lambda: False, [()]))
+
+
+def test_a_hint_for_the_recognised_mistake_replaces_the_general_one():
+    hints = {"mask_diagonal": "a position may look at itself: j > i, not j >= i"}
+    msg = str(fails(lambda T: torch.ones(T, T, dtype=torch.bool).triu(0), causal_mask, MASK_CASES,
+                    hint="True marks the future", hints_by_diagnosis=hints))
+    assert msg.endswith("\nHint: a position may look at itself: j > i, not j >= i")
+    msg = str(fails(lambda T: ~causal_mask(T), causal_mask, MASK_CASES,  # another mistake: general hint
+                    hint="True marks the future", hints_by_diagnosis=hints))
+    assert msg.endswith("\nHint: True marks the future")
+
+
+def test_an_exercise_can_add_its_own_diagnosis():
+    def zeros_where_copies_should_be(got, expected):
+        if ((got == 0) & (expected != 0)).any():
+            return "yours has zeros where copies of W / k should be"
+
+    error = fails(lambda W, k: torch.block_diag(*[W / k] * k), minitf.origami.widen_weight,
+                  [(rand(2, 3), 2)], diagnoses=(zeros_where_copies_should_be,),
+                  hints_by_diagnosis={"zeros_where_copies_should_be": "every block is W / k"})
+    assert "\n  Yours has zeros where copies of W / k should be\nHint: every block is W / k" in str(error)
+    assert error.diagnoses == ("zeros_where_copies_should_be",)
+
+
+def test_compare_says_the_same_without_a_function():
+    with pytest.raises(ExerciseError, match=r"^weights: 1 of 2 entries differ; first at index \(1,\)"):
+        compare("weights", torch.tensor([0.5, 0.6]), torch.tensor([0.5, 0.5]))
+    compare("weights", (torch.ones(2), 3), (torch.ones(2), 3))
+
+
+# --- one test per recognised mistake -------------------------------------------------------------
+
+def test_rows_not_summing_to_1():
+    def masked_after_the_softmax(q, k, v, mask):
+        weights = attention(q, k, v)[1].masked_fill(mask, 0.0)
+        return weights @ v, weights
+
+    error = fails(masked_after_the_softmax, reference_attention, ATTENTION_CASES,
+                  result_names=("output", "weights"))
+    assert "\n  weights (your 2nd result): " in str(error)
+    assert "Row (0, 0, 0) of your weights sums to 0.253" in str(error)
+    assert ", not 1 (every row of the expected one sums to 1)" in str(error)
+    assert error.diagnoses == ("rows_not_summing_to_1",)
+
+
+def test_softmax_over_the_wrong_dimension():
+    error = fails(lambda q, k, v, mask: attention(q, k, v, mask, softmax_dim=-2), reference_attention,
+                  ATTENTION_CASES, result_names=("output", "weights"))
+    assert "your columns sum to 1 instead: the softmax ran over dim -2" in str(error)
+    assert error.diagnoses == ("softmax_over_wrong_dim",)
+
+
+def test_weights_that_look_into_the_future():
+    error = fails(lambda q, k, v, mask: attention(q, k, v), reference_attention, ATTENTION_CASES,
+                  result_names=("output", "weights"))
+    assert "Yours is not zero above the diagonal: at index (0, 0, 0, 1) yours is 0.2" in str(error)
+    assert "so position 0 takes weight from position 1, which comes after it" in str(error)
+    assert error.diagnoses == ("future_leak",)
+
+
+def test_scores_scaled_by_a_named_factor():
+    error = fails(lambda q, k, v, mask: attention(q, k, v, mask, scale=False), reference_attention,
+                  ATTENTION_CASES, result_names=("output", "weights"),
+                  factors=lambda q, k, v, mask: {"√head_dim": math.sqrt(q.size(-1))})
+    assert "Yours is a softmax of scores 2 × the expected scores (= √head_dim)" in str(error)
+    assert error.diagnoses == ("scores_scaled",)
+
+
+def test_right_values_in_the_wrong_slots():
+    def rope_with_cat(x, cos, sin):  # the rotated pairs concatenated instead of interleaved
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+
+    cos, sin = minitf.rope_angles(minitf.rope_frequencies(4, n_heads=1, dtype=torch.float64), 3)
+    error = fails(rope_with_cat, minitf.apply_rope, [(rand(1, 1, 3, 4), cos, sin)])
+    assert ("Yours holds the right values in the wrong slots: along the last dimension, your index i "
+            "holds what the expected result has at index order[i], order = [0, 2, 1, 3]") in str(error)
+    assert error.diagnoses == ("permutation",)
+    shuffled = lambda x: x.flatten()[torch.tensor([1, 2, 3, 0])].view(2, 2) + 0 * x
+    msg = str(fails(shuffled, lambda x: x, [torch.tensor([[1.0, 2.0], [3.0, 5.0]])]))
+    assert "the same 4 numbers as the expected result, 4 of them elsewhere" in msg
+
+
+def test_a_transpose():
+    error = fails(lambda x: x.T * 1, lambda x: x, [rand(3, 3)])
+    assert "Yours is the transpose of the expected one (its last two dimensions swapped)" in str(error)
+    assert error.diagnoses == ("transpose",)
+    error = fails(lambda x: x.T * 1, lambda x: x, [rand(2, 3)])  # the shapes differ too
+    assert "shape (3, 2), expected (2, 3)\n  Yours is the transpose" in str(error)
+
+
+def test_dimensions_in_another_order():
+    error = fails(lambda x: x.transpose(1, 2), lambda x: x, [rand(1, 2, 3, 4)])  # (B, T, H, hd) for (B, H, T, hd)
+    assert "it equals the expected result .permute(0, 2, 1, 3)" in str(error)
+    assert error.diagnoses == ("dimension_order",)
+
+
+def test_a_constant_factor_named_by_the_exercise():
+    def copies_not_divided(W, k):
+        return torch.cat([torch.cat([W] * k, dim=1)] * k, dim=0)
+
+    error = fails(copies_not_divided, minitf.origami.widen_weight, [(rand(2, 3), 2)],
+                  factors=lambda W, k: {"k": k, "k²": k * k})
+    assert "Every entry of your result is 2 × the expected one (= k)" in str(error)
+    assert error.diagnoses == ("factor",)
+    msg = str(fails(lambda x: x * 0.7, lambda x: x, [rand(4)], factors={"k": 2}))
+    assert "is 0.7 × the expected one\n" in msg + "\n"  # no name fits: the factor alone
+    assert "opposite sign everywhere" in str(fails(lambda x: -x, lambda x: x, [rand(4)]))
+
+
+def test_a_constant_offset():
+    error = fails(lambda x: x + 0.5, lambda x: x, [rand(2, 3)])
+    assert "Every entry of your result is 0.5 more than the expected one (a constant offset of +0.5)" in str(error)
+    assert error.diagnoses == ("offset",)
+
+
+def test_a_count_difference_is_shown_and_explained():
+    def count(config):
+        return minitf.count_parameters(minitf.Transformer(config))
+
+    explain = lambda config: {-config.vocab_size: f"one {config.vocab_size}-wide bias missing (the output head's)"}
+    error = fails(lambda config: count(config) - config.vocab_size, count, [minitf.Config()],
+                  explain_difference=explain)
+    assert str(error) == ("<lambda> on case 0 (config=Config()): got 2392, expected 2648; yours − expected = -256"
+                          "\n  One 256-wide bias missing (the output head's)")
+    assert error.diagnoses == ("count_difference",)
+    msg = str(fails(lambda config: count(config) - 32, count, [minitf.Config()], explain_difference=explain))
+    assert msg.endswith("got 2616, expected 2648; yours − expected = -32")  # no explanation fits
+
+
+def test_a_mask_that_also_hides_the_diagonal():
+    error = fails(lambda T: torch.ones(T, T, dtype=torch.bool).triu(0), causal_mask, [1, 4])
+    assert ("Yours also masks the diagonal (True at (i, i)), where the expected mask is False: "
+            "a position may look at itself") in str(error)
+    assert error.diagnoses == ("mask_diagonal",)
+
+
+def test_a_mask_that_keeps_the_future_open():
+    error = fails(lambda T: torch.zeros(T, T, dtype=torch.bool), causal_mask, [3])
+    assert ("Yours leaves the future open: it is False at (0, 1), so position 0 may look at position 1, "
+            "which comes after it") in str(error)
+    assert error.diagnoses == ("mask_future_open",)
+
+
+def test_a_mask_with_the_meaning_inverted():
+    error = fails(lambda T: torch.ones(T, T, dtype=torch.bool).tril(), causal_mask, [3])
+    assert "Yours is the opposite of the expected mask: True and False swapped everywhere" in str(error)
+    assert "True should mark where a position may NOT look" in str(error)
+    assert error.diagnoses == ("mask_inverted",)
+
+
+def test_padding_with_the_wrong_value():
+    def padded_with_ignore(pairs):
+        ids, targets = minitf.make_batch(pairs)
+        return ids.masked_fill(ids == minitf.PAD, minitf.IGNORE), targets
+
+    pairs = [minitf.Pair(b"Hi", b"Ij"), minitf.Pair(b"cat", b"dbu")]
+    error = fails(padded_with_ignore, minitf.make_batch, [(pairs,)], result_names=("ids", "targets"))
+    assert ("\n  ids (your 1st result): 2 of 14 entries differ; first at index (0, 5): got -100, expected 0"
+            "\n    Wherever the expected result holds 0 (2 entries), yours holds -100, and everything else "
+            "is right: fill or pad with 0, not -100") in str(error)
+    assert error.diagnoses == ("padding",)
+
+
+def test_inf_where_the_values_are_finite():
+    error = fails(lambda x: x.masked_fill(x > 0.5, float("-inf")), lambda x: x, [torch.tensor([0.2, 0.9])])
+    assert "Yours holds -inf at 1 entries (first at index 1) where the expected values are finite" in str(error)
+    assert error.diagnoses == ("not_finite",)
+
+
+def test_results_in_the_wrong_order():
+    error = fails(lambda pairs: minitf.make_batch(pairs)[::-1], minitf.make_batch,
+                  [([minitf.Pair(b"Hi", b"Ij")],)], result_names=("ids", "targets"))
+    assert "your 1st and 2nd results are swapped: return (ids, targets) in this order" in str(error)
+    assert error.diagnoses == ("results_swapped",)
+
+
+def test_a_function_that_changes_its_input():
+    def centre_in_place(x):
+        x -= x.mean(-1, keepdim=True)
+        return x
+
+    error = fails(centre_in_place, lambda x: x - x.mean(-1, keepdim=True), [rand(2, 3)])
+    assert "your function changed its argument `x` in place; work on a copy" in str(error)
+    assert error.diagnoses == ("changed_input",)
+
+
+def test_the_right_values_with_the_wrong_dtype():
+    error = fails(lambda T: causal_mask(T).float(), causal_mask, [3])
+    assert "dtype torch.float32, expected torch.bool\n  The values are right: make the result torch.bool" \
+        in str(error)
+    assert error.diagnoses == ("dtype",)

@@ -1,0 +1,116 @@
+"""A learner's pieces inside a real Transformer: the reference solutions give minitf's logits exactly,
+a wrong piece is named by the check, and the assembled model trains."""
+import pytest
+import torch
+
+import minitf
+from minitf import parts, solutions
+
+ALL = parts.Parts(**{name: getattr(solutions, f"my_{name}") for name in parts.PIECES})
+
+CONFIGS = [
+    minitf.Config(),                                                   # the tiny model: post-norm, LayerNorm
+    minitf.Config(d_model=8, n_heads=2, norm="rms", norm_position="pre"),
+    minitf.Config(d_model=8, n_heads=1, causal=False, positional="sinusoidal"),
+]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["tiny", "pre-rms", "no-mask-sinusoidal"])
+def test_the_reference_solutions_compute_minitfs_logits(config):
+    result = parts.check(ALL, config)
+    assert result.ok, str(result)
+    assert result.max_diff < 1e-12
+
+
+def test_assembled_model_keeps_minitfs_parameter_names_and_initial_weights():
+    torch.manual_seed(3)
+    ours = minitf.Transformer(minitf.Config())
+    torch.manual_seed(3)
+    yours = parts.assemble(minitf.Config(), ALL)
+    assert list(ours.state_dict()) == list(yours.state_dict())
+    assert all(torch.equal(a, b) for a, b in zip(ours.state_dict().values(), yours.state_dict().values()))
+    assert isinstance(yours.blocks[0].attn, parts.YourAttention)
+    assert isinstance(yours.blocks[0].norm1, parts.YourLayerNorm)
+
+
+def test_an_unassembled_piece_stays_minitfs():
+    model = parts.assemble(minitf.Config(), embed=solutions.my_embed)
+    assert isinstance(model.embed, parts.YourEmbedding)
+    assert type(model.blocks[0].attn) is minitf.MultiHeadAttention
+    assert "embed         yours" in repr(model.parts) and "attention     minitf" in repr(model.parts)
+
+
+# deliberately wrong pieces: the check must name exactly the broken one
+def attention_without_scale(q, k, v, mask):
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    w = scores.softmax(-1)
+    return w @ v, w
+
+
+def rope_split_halves(x, cos, sin):
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+
+
+def layer_norm_unbiased(x, weight, bias, eps):
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
+
+
+WRONG = {
+    "attention": attention_without_scale,
+    "causal_mask": lambda T: torch.ones(T, T, dtype=torch.bool).triu(0),   # hides the diagonal too
+    "layer_norm": layer_norm_unbiased,
+    "feed_forward": lambda x, wu, bu, wd, bd: torch.relu((x @ wu.T + bu) @ wd.T + bd),  # ReLU at the end
+    "embed": lambda ids, table: table[ids.flip(-1)],
+}
+
+
+@pytest.mark.parametrize("broken", sorted(WRONG))
+def test_the_check_names_the_broken_piece(broken):
+    pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
+    pieces[broken] = WRONG[broken]
+    result = parts.check(parts.Parts(**pieces))
+    assert not result.ok
+    assert list(result.broken) == [broken], str(result)
+    assert f"broken piece: {broken}" in str(result)
+
+
+def test_rope_split_halves_is_named_on_a_model_with_head_dim_4():
+    # with head_dim 2 the halves are the pair, so the mistake only shows on wider heads
+    config = minitf.Config(d_model=8, n_heads=2)
+    pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
+    assert parts.check(parts.Parts(**pieces), config).ok
+    pieces["apply_rope"] = rope_split_halves
+    result = parts.check(parts.Parts(**pieces), config)
+    assert list(result.broken) == ["apply_rope"], str(result)
+
+
+def test_a_piece_that_raises_is_named_with_its_error():
+    result = parts.check(parts.Parts(embed=lambda ids, table: table[ids.float()]))
+    assert list(result.broken) == ["embed"] and "raises IndexError" in str(result)
+
+
+def test_a_wrong_make_batch_is_named():
+    def no_output_only(pairs):
+        ids, targets = solutions.my_make_batch(pairs)
+        ids2 = torch.cat([ids[:, 1:], ids[:, :1]], 1)
+        return ids, torch.where(targets == minitf.IGNORE, ids2, targets)
+
+    result = parts.check(parts.Parts(make_batch=no_output_only))
+    assert list(result.broken) == ["make_batch"]
+
+
+def test_feed_forward_needs_a_relu_model():
+    with pytest.raises(ValueError, match="ReLU"):
+        parts.assemble(minitf.Config(activation="gelu"), feed_forward=solutions.my_feed_forward)
+
+
+def test_the_assembled_model_trains_with_the_learners_batch():
+    torch.manual_seed(0)
+    model = parts.assemble(minitf.Config(d_model=8, n_heads=2, dropout=0.0), ALL)
+    pairs = minitf.make_pairs("copy", 64, seed=0, max_len=4)
+    history = minitf.train(model, pairs, steps=30, batch_size=16, lr=1e-2, progress=False,
+                           make_batch=ALL.make_batch)
+    assert history.loss[-1] < history.loss[0] - 0.5
