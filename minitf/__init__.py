@@ -2,10 +2,12 @@
 from .attention import MultiHeadAttention, attention, causal_mask
 from .checkpoint import CheckpointError, load, save
 from .config import Config, seed_dropout
+from .diagram import draw_architecture
 from .data import (DataError, Pair, ReadReport, TASKS, make_batch, make_pairs, read_pairs, sequence,
                    shift_bytes, write_pairs)
 from .evaluate import evaluate, masked_loss
 from .exercises import ExerciseError, check_function, compare
+from .explorer import Explorer
 from .ffn import FeedForward
 from .generate import generate
 from .model import Block, Transformer, count_parameters, format_parameter_table, parameter_table
@@ -13,6 +15,7 @@ from .norms import LayerNorm, RMSNorm
 from .origami import Growth, GrowthError, deepen, widen, widen_heads
 from .rope import apply_rope, rope_angles, rope_frequencies, sinusoidal_table
 from .tokens import EOS, IGNORE, PAD, TAB, decode, encode, show
+from .trace import Trace, trace
 from .train import History, train
 from .widgets import RopeExplorer
 from .heads import ablate_heads

@@ -1,0 +1,578 @@
+"""Every number of one forward pass: `trace(model, ids)` keeps each intermediate the model computes.
+
+The pass runs in float64 on a copy of the model and is written out from the model's weights, one
+formula per line, rather than by calling the modules: so the trace is a second, readable account of
+the forward pass, and the tests hold it to the modules' own activations (forward hooks) and rebuild
+the logits from the recorded pieces alone.
+
+Every recorded number has a key, e.g. "L0.h1.weights.3.1" (layer 0, head 1, row 3, column 1):
+`Trace.value(key)` reads it and `Trace.explain(key)` says how it was computed from its inputs, with
+their values ("L0.h1.weights[3,1] = exp(s[3,1] − m)/Σ_j exp(s[3,j] − m), … = 0.420"). The
+Explorer widget shows both.
+
+Key names (t, j: positions; c: model dimension; d: head dimension; i: concatenated-heads
+dimension; u: FFN unit; b: byte):
+    ids.t  embed.t.c  pos.t.c (sinusoidal only)  x0.t.c (the stream entering layer 0)
+    L{l}.input.t.c  L{l}.attn_in.t.c  L{l}.concat.t.i  L{l}.attn_out.t.c  L{l}.resid1.t.c
+    L{l}.ffn_in.t.c  L{l}.ffn_pre.t.u  L{l}.ffn_hidden.t.u  L{l}.ffn_out.t.c  L{l}.resid2.t.c
+    L{l}.output.t.c
+    L{l}.h{h}.{q,k,v,q_rot,k_rot,v_rot}.t.d  L{l}.h{h}.{scores,weights}.t.j  L{l}.h{h}.rowsum.t
+    L{l}.h{h}.out.t.d
+    {L{l}.norm1, L{l}.norm2, final_norm}.{mean,var}.t (LayerNorm) or .ms.t (RMSNorm), .out.t.c
+    final.t.c  logits.t.b  probs.t.b
+"""
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .tokens import show, to_bytes
+
+
+@dataclass
+class NormTrace:
+    """One norm over T vectors.
+
+    LayerNorm: y = (x − mean) / √(var + eps) · γ + β, var the biased variance.
+    RMSNorm:   y = x / √(ms + eps) · γ, ms = mean(x²); `mean` and `bias` are None, `var` holds ms.
+    """
+    kind: str                    # "layer" or "rms"
+    input: torch.Tensor          # (T, C)
+    mean: torch.Tensor | None    # (T,)
+    var: torch.Tensor            # (T,) what sits under the square root, before eps
+    output: torch.Tensor         # (T, C)
+    weight: torch.Tensor         # γ (C,)
+    bias: torch.Tensor | None    # β (C,)
+    eps: float
+
+
+@dataclass
+class LayerTrace:
+    """One block. Post-norm: norm1 follows the attention residual and norm2 the FFN residual;
+    pre-norm: norm1 feeds attention and norm2 the FFN (as in the model's Block)."""
+    input: torch.Tensor          # (T, C) the stream entering the block
+    norm1: NormTrace
+    attn_in: torch.Tensor        # (T, C) what attention reads: norm1.output (pre) or input (post)
+    q: torch.Tensor              # (H, T, hd) attn_in · W_Q + b, per head
+    k: torch.Tensor              # (H, T, hd)
+    v: torch.Tensor              # (H, T, hd)
+    rope_theta: torch.Tensor | None  # (H, hd/2) θ_i per head, when RoPE is on (q/k or v)
+    rope_cos: torch.Tensor | None    # (H, T, hd/2) cos(t·θ_i)
+    rope_sin: torch.Tensor | None
+    q_rot: torch.Tensor          # (H, T, hd) after RoPE (q itself when RoPE is off)
+    k_rot: torch.Tensor
+    v_rot: torch.Tensor          # v rotated only with rope_on_v
+    scores: torch.Tensor         # (H, T, T) q_rot · k_rot / √hd, before the mask
+    mask: torch.Tensor | None    # (T, T) bool, True where t may NOT look at j; None without causal
+    masked_scores: torch.Tensor  # (H, T, T) the scores softmax reads: −∞ where the mask is True
+    weights: torch.Tensor        # (H, T, T) softmax over j of the masked scores
+    head_out: torch.Tensor       # (H, T, hd) Σ_j weights · v_rot
+    concat: torch.Tensor         # (T, H·hd) the heads side by side
+    attn_out: torch.Tensor       # (T, C) concat · W_O + b
+    resid1: torch.Tensor         # (T, C) input + attn_out (attn_out alone with residual=False)
+    after_attn: torch.Tensor     # (T, C) the stream after the attention sub-layer
+    norm2: NormTrace | None      # None when the config has no FFN
+    ffn_in: torch.Tensor | None  # (T, C)
+    ffn_pre: torch.Tensor | None     # (T, d_ff) ffn_in · W_up + b, before the activation
+    ffn_hidden: torch.Tensor | None  # (T, d_ff) after it
+    ffn_out: torch.Tensor | None     # (T, C) ffn_hidden · W_down + b
+    resid2: torch.Tensor | None      # (T, C) after_attn + ffn_out
+    output: torch.Tensor         # (T, C) the stream leaving the block
+
+
+@dataclass
+class Trace:
+    """One forward pass of `model` on `ids`, every intermediate in float64 (see the module doc)."""
+    config: object
+    ids: list[int]
+    embedding: torch.Tensor      # (T, C) rows of the embedding table
+    positional: torch.Tensor | None  # (T, C) the sinusoidal table's rows, if used
+    x0: torch.Tensor             # (T, C) embedding (+ positional): the stream entering layer 0
+    layers: list[LayerTrace]
+    final_norm: NormTrace | None  # pre-norm models only
+    final: torch.Tensor          # (T, C) what the output head reads
+    logits: torch.Tensor         # (T, vocab)
+    probs: torch.Tensor          # (T, vocab) softmax of the logits: the next-byte distribution
+    params: dict                 # the float64 weights the pass used, by the model's parameter names
+
+    @property
+    def labels(self) -> list[str]:
+        """One printable label per byte (TAB as →, EOS as ⏎)."""
+        return [show([b]) for b in self.ids]
+
+    def next_byte(self, position: int = -1) -> int:
+        """The greedy (argmax) next byte after `position`."""
+        return int(self.logits[position].argmax())
+
+    def keys(self):
+        """Every key, in the order the forward pass computes the numbers."""
+        T = len(self.ids)
+
+        def grid(prefix, tensor):
+            return (f"{prefix}.{'.'.join(map(str, i))}" for i in _indices(tensor.shape))
+
+        def norm_keys(prefix, norm):
+            yield from (f"{prefix}.{'mean' if norm.kind == 'layer' else 'ms'}.{t}" for t in range(T))
+            if norm.kind == "layer":
+                yield from (f"{prefix}.var.{t}" for t in range(T))
+            yield from grid(f"{prefix}.out", norm.output)
+
+        yield from (f"ids.{t}" for t in range(T))
+        yield from grid("embed", self.embedding)
+        if self.positional is not None:
+            yield from grid("pos", self.positional)
+        yield from grid("x0", self.x0)
+        for l, layer in enumerate(self.layers):
+            L = f"L{l}"
+            yield from grid(f"{L}.input", layer.input)
+            if self.config.norm_position == "pre":
+                yield from norm_keys(f"{L}.norm1", layer.norm1)
+            yield from grid(f"{L}.attn_in", layer.attn_in)
+            for h in range(self.config.n_heads):
+                for name in ("q", "k", "v", "q_rot", "k_rot", "v_rot", "scores", "weights"):
+                    yield from grid(f"{L}.h{h}.{name}", getattr(layer, name)[h])
+                yield from (f"{L}.h{h}.rowsum.{t}" for t in range(T))
+                yield from grid(f"{L}.h{h}.out", layer.head_out[h])
+            for name in ("concat", "attn_out", "resid1"):
+                yield from grid(f"{L}.{name}", getattr(layer, name))
+            if self.config.norm_position == "post":
+                yield from norm_keys(f"{L}.norm1", layer.norm1)
+            yield from grid(f"{L}.after_attn", layer.after_attn)
+            if layer.norm2 is not None:
+                if self.config.norm_position == "pre":
+                    yield from norm_keys(f"{L}.norm2", layer.norm2)
+                for name in ("ffn_in", "ffn_pre", "ffn_hidden", "ffn_out", "resid2"):
+                    yield from grid(f"{L}.{name}", getattr(layer, name))
+                if self.config.norm_position == "post":
+                    yield from norm_keys(f"{L}.norm2", layer.norm2)
+            yield from grid(f"{L}.output", layer.output)
+        if self.final_norm is not None:
+            yield from norm_keys("final_norm", self.final_norm)
+        yield from grid("final", self.final)
+        yield from grid("logits", self.logits)
+        yield from grid("probs", self.probs)
+
+    def value(self, key: str):
+        """The recorded number under `key` (an int for ids, else a float; −inf for masked scores)."""
+        if key.startswith("ids."):
+            return self.ids[int(key.split(".")[1])]
+        tensor, index, _ = _locate(self, key)
+        return float(tensor[index])
+
+    def explain(self, key: str) -> str:
+        """How the number under `key` was computed from its inputs, with their values."""
+        return _explain(self, key)
+
+
+@torch.no_grad()
+def trace(model, ids) -> Trace:
+    """Run `model` on one sequence, in float64, keeping every intermediate.
+
+    ids: bytes, str (UTF-8), a list of ints, or a (T,) / (1, T) tensor.
+    """
+    ids = _as_ids(ids)
+    config = model.config
+    if not 1 <= len(ids) <= config.max_len:
+        raise ValueError(f"need 1 to max_len = {config.max_len} bytes, got {len(ids)}")
+    m = copy.deepcopy(model).double().eval()  # the learner's model stays as it is
+    T = len(ids)
+    embedding = m.embed.weight[ids]  # (T, C)
+    positional = m.pos_table[:T] if config.positional == "sinusoidal" else None
+    x0 = embedding + positional if positional is not None else embedding
+    h, layers = x0, []
+    for block in m.blocks:
+        layers.append(_block(config, block, h))
+        h = layers[-1].output
+    final_norm = _norm(config.norm, h, m.final_norm) if m.final_norm is not None else None
+    final = final_norm.output if final_norm is not None else h
+    logits = final @ m.head.weight.T + m.head.bias  # (T, vocab)
+    e = torch.exp(logits - logits.max(-1, keepdim=True).values)
+    probs = e / e.sum(-1, keepdim=True)
+    params = {name: p.detach() for name, p in m.named_parameters()}
+    return Trace(config, ids, embedding, positional, x0, layers, final_norm, final, logits, probs,
+                 params)
+
+
+def _block(config, block, x) -> LayerTrace:
+    """One block on x (T, C), written out as Block.forward computes it."""
+    T, H, hd = x.size(0), config.n_heads, config.head_dim
+    A = H * hd
+    pre = config.norm_position == "pre"
+    residual = getattr(config, "residual", True)  # the ablation switches; default: the usual block
+    use_ffn = getattr(config, "ffn", True)
+    attn = block.attn
+
+    norm1 = _norm(config.norm, x, block.norm1) if pre else None
+    attn_in = norm1.output if pre else x
+    qkv = attn_in @ attn.qkv.weight.T + attn.qkv.bias  # (T, 3A): [q | k | v]
+    q, k, v = (qkv[:, i * A:(i + 1) * A].reshape(T, H, hd).transpose(0, 1) for i in range(3))
+    theta = cos = sin = None
+    if config.positional == "rope" or config.rope_on_v:
+        theta = attn.inv_freq  # (H, hd/2)
+        angles = torch.arange(T, dtype=torch.float64)[None, :, None] * theta[:, None, :]
+        cos, sin = angles.cos(), angles.sin()  # (H, T, hd/2)
+    q_rot = _rotate(q, cos, sin) if config.positional == "rope" else q
+    k_rot = _rotate(k, cos, sin) if config.positional == "rope" else k
+    v_rot = _rotate(v, cos, sin) if config.rope_on_v else v
+    scores = q_rot @ k_rot.transpose(1, 2) / math.sqrt(hd)  # (H, T, T)
+    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1) if config.causal else None
+    masked = scores.masked_fill(mask, float("-inf")) if mask is not None else scores
+    e = torch.exp(masked - masked.max(-1, keepdim=True).values)  # masked entries: exp(−∞) = 0
+    weights = e / e.sum(-1, keepdim=True)
+    head_out = weights @ v_rot  # (H, T, hd)
+    concat = head_out.transpose(0, 1).reshape(T, A)
+    attn_out = concat @ attn.out.weight.T + attn.out.bias  # (T, C)
+    resid1 = x + attn_out if residual else attn_out
+    if not pre:
+        norm1 = _norm(config.norm, resid1, block.norm1)
+    after_attn = resid1 if pre else norm1.output
+
+    norm2 = ffn_in = ffn_pre = ffn_hidden = ffn_out = resid2 = None
+    output = after_attn
+    if use_ffn:
+        norm2 = _norm(config.norm, after_attn, block.norm2) if pre else None
+        ffn_in = norm2.output if pre else after_attn
+        ffn_pre = ffn_in @ block.ffn.up.weight.T + block.ffn.up.bias  # (T, d_ff)
+        ffn_hidden = ACTIVATIONS[config.activation](ffn_pre)
+        ffn_out = ffn_hidden @ block.ffn.down.weight.T + block.ffn.down.bias  # (T, C)
+        resid2 = after_attn + ffn_out if residual else ffn_out
+        if not pre:
+            norm2 = _norm(config.norm, resid2, block.norm2)
+        output = resid2 if pre else norm2.output
+    return LayerTrace(x, norm1, attn_in, q, k, v, theta, cos, sin, q_rot, k_rot, v_rot, scores,
+                      mask, masked, weights, head_out, concat, attn_out, resid1, after_attn, norm2,
+                      ffn_in, ffn_pre, ffn_hidden, ffn_out, resid2, output)
+
+
+ACTIVATIONS = {  # written out; F.gelu's default is the exact (erf) form
+    "relu": lambda u: u.clamp_min(0),
+    "gelu": lambda u: 0.5 * u * (1 + torch.erf(u / math.sqrt(2))),
+    "silu": lambda u: u / (1 + torch.exp(-u)),
+}
+
+
+def _as_ids(ids) -> list[int]:
+    if isinstance(ids, (bytes, bytearray, str)):
+        return list(to_bytes(ids))
+    if isinstance(ids, torch.Tensor):
+        if ids.dim() == 2 and ids.size(0) == 1:
+            ids = ids[0]
+        if ids.dim() != 1:
+            raise ValueError(f"trace reads one sequence: (T,) or (1, T), got {tuple(ids.shape)}")
+        return [int(i) for i in ids]
+    return [int(i) for i in ids]
+
+
+def _indices(shape):
+    """Every index tuple of a tensor of `shape`, row-major."""
+    return itertools.product(*(range(n) for n in shape))
+
+
+def _norm(kind: str, x: torch.Tensor, module) -> NormTrace:
+    if kind == "layer":
+        mean = x.mean(-1)  # (T,)
+        var = (x - mean[:, None]).pow(2).mean(-1)
+        y = (x - mean[:, None]) / torch.sqrt(var[:, None] + module.eps) * module.weight + module.bias
+        bias = module.bias.detach()
+    else:
+        mean, bias = None, None
+        var = x.pow(2).mean(-1)  # the mean of squares
+        y = x / torch.sqrt(var[:, None] + module.eps) * module.weight
+    return NormTrace(kind, x, mean, var, y, module.weight.detach(), bias, module.eps)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """RoPE: each pair (x_2i, x_2i+1) at position t turned by t·θ_i. x: (H, T, hd)."""
+    a, b = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = a * cos - b * sin
+    out[..., 1::2] = a * sin + b * cos
+    return out
+
+
+# --- keys and provenance -----------------------------------------------------------------------
+
+STREAM = {"input", "attn_in", "concat", "attn_out", "resid1", "after_attn", "ffn_in", "ffn_pre",
+          "ffn_hidden", "ffn_out", "resid2", "output"}
+HEAD = {"q", "k", "v", "q_rot", "k_rot", "v_rot", "scores", "weights", "out", "rowsum"}
+
+
+def _norm_at(tr: Trace, parts: list[str]) -> tuple[NormTrace, list[str]]:
+    if parts[0] == "final_norm":
+        return tr.final_norm, parts[1:]
+    return getattr(tr.layers[int(parts[0][1:])], parts[1]), parts[2:]
+
+
+def _locate(tr: Trace, key: str):
+    """(tensor, index, kind) for a key; kind names the formula that made the number."""
+    try:
+        tensor, index, kind = _find(tr, key.split("."))
+        tensor[index]  # noqa: B018 (an index out of range is a bad key too)
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        raise KeyError(f"no such trace key: {key!r} (see minitf.trace's docstring)") from None
+    return tensor, index, kind
+
+
+def _find(tr: Trace, p: list[str]):
+    idx = lambda rest: tuple(int(i) for i in rest)  # noqa: E731
+    if p[0] in ("embed", "pos", "x0", "final", "logits", "probs"):
+        tensor = {"embed": tr.embedding, "pos": tr.positional, "x0": tr.x0, "final": tr.final,
+                  "logits": tr.logits, "probs": tr.probs}[p[0]]
+        return tensor, idx(p[1:]), p[0]
+    if p[0] == "final_norm" or (len(p) > 1 and p[1] in ("norm1", "norm2")):
+        norm, rest = _norm_at(tr, p)
+        tensor = {"mean": norm.mean, "var": norm.var, "ms": norm.var, "out": norm.output}[rest[0]]
+        return tensor, idx(rest[1:]), "norm." + rest[0]
+    layer = tr.layers[int(p[0][1:])]
+    if p[1] in STREAM:
+        return getattr(layer, p[1]), idx(p[2:]), p[1]
+    head = int(p[1][1:])
+    name = p[2]
+    if name == "out":
+        return layer.head_out[head], idx(p[3:]), "head_out"
+    if name == "rowsum":
+        return layer.weights[head].sum(-1), idx(p[3:]), "rowsum"
+    if name == "scores":  # as softmax reads them: −∞ where masked
+        return layer.masked_scores[head], idx(p[3:]), name
+    return getattr(layer, name)[head], idx(p[3:]), name
+
+
+def fmt(x: float | int) -> str:
+    """A number as the explorer shows it: 3 decimals, no negative zero (ints as they are)."""
+    if isinstance(x, int):
+        return str(x)
+    if math.isinf(x):
+        return "−∞" if x < 0 else "∞"
+    s = f"{x:.3f}"
+    return "0.000" if s == "-0.000" else s
+
+
+def _p(x: float) -> str:
+    """A factor in a product: negatives in brackets, so 0.5·(-0.2) reads unambiguously."""
+    s = fmt(x)
+    return f"({s})" if s.startswith("-") else s
+
+
+def _dot(a, b, bias=None, limit: int = 8) -> str:
+    """Σ a_i·b_i (+ bias) written out; past `limit` terms only the largest are listed."""
+    a, b = _floats(a), _floats(b)
+    products = [x * y for x, y in zip(a, b)]
+    shown = range(len(products))
+    if len(products) > limit:
+        shown = sorted(sorted(shown, key=lambda i: -abs(products[i]))[:limit // 2])
+    text = " + ".join(f"{_p(a[i])}·{_p(b[i])}" for i in shown)
+    if len(shown) < len(products):
+        rest = sum(products) - sum(products[i] for i in shown)
+        text += f" + ({len(products) - len(shown)} smaller terms: {fmt(rest)})"
+    if bias is not None:
+        text += f" + {_p(float(bias))}"
+    return text
+
+
+def _floats(x) -> list[float]:
+    return x.tolist() if isinstance(x, torch.Tensor) else [float(v) for v in x]
+
+
+def _byte(b: int) -> str:
+    return f"byte {b} '{show([b])}'"
+
+
+def _explain(tr: Trace, key: str) -> str:
+    if key.startswith("ids."):
+        t = int(key.split(".")[1])
+        return f"ids[{t}] = {tr.ids[t]}   ('{show([tr.ids[t]])}': a token is a byte, its id the " \
+               f"byte's value)"
+    tensor, index, kind = _locate(tr, key)
+    value = float(tensor[index])
+    p = key.split(".")
+    c = tr.config
+    end = f" = {fmt(value)}"
+    if kind == "embed":
+        t, ch = index
+        return f"embed[{t},{ch}] = E[{tr.ids[t]},{ch}]{end}   (row {tr.ids[t]} of the embedding " \
+               f"table, for {_byte(tr.ids[t])})"
+    if kind == "pos":
+        t, ch = index
+        f = "sin" if ch % 2 == 0 else "cos"
+        return f"pos[{t},{ch}] = {f}({t} / {c.rope_base:g}^({ch - ch % 2}/{c.d_model})){end}"
+    if kind == "x0":
+        t, ch = index
+        if tr.positional is None:
+            pos = "no added positions: RoPE rotates q and k inside attention" \
+                if c.positional == "rope" else "no positions at all"
+            return f"x0[{t},{ch}] = embed[{t},{ch}]{end}   ({pos})"
+        return f"x0[{t},{ch}] = embed[{t},{ch}] + pos[{t},{ch}] = " \
+               f"{fmt(float(tr.embedding[t, ch]))} + {_p(float(tr.positional[t, ch]))}{end}"
+    if kind.startswith("norm."):
+        return _explain_norm(tr, p, index, kind[5:], end)
+    if kind in ("final", "logits", "probs"):
+        return _explain_head(tr, index, kind, end)
+    return _explain_layer(tr, int(p[0][1:]), p, index, kind, value, end)
+
+
+def _explain_norm(tr: Trace, p, index, what: str, end: str) -> str:
+    norm, _ = _norm_at(tr, p)
+    name = ".".join(p[:-len(index) - 1])
+    t = index[0]
+    x = norm.input[t]
+    n = x.numel()
+    if what == "mean":
+        body = " + ".join(_p(float(v)) for v in x) if n <= 8 else f"{n} terms"
+        return f"{name}: mean[{t}] = (1/{n}) Σ_c x_c = ({body})/{n}{end}"
+    if what in ("var", "ms"):
+        if norm.kind == "layer":
+            m = float(norm.mean[t])
+            d = [float(v) - m for v in x]
+            body = " + ".join(f"{_p(v)}²" for v in d) if n <= 8 else f"{n} terms"
+            return f"{name}: var[{t}] = (1/{n}) Σ_c (x_c − mean)² = ({body})/{n}{end}"
+        body = " + ".join(f"{_p(float(v))}²" for v in x) if n <= 8 else f"{n} terms"
+        return f"{name}: ms[{t}] = (1/{n}) Σ_c x_c² = ({body})/{n}{end}"
+    ch = index[1]
+    xv, g, var = float(x[ch]), float(norm.weight[ch]), float(norm.var[t])
+    if norm.kind == "layer":
+        m, b = float(norm.mean[t]), float(norm.bias[ch])
+        return f"{name}: y[{t},{ch}] = (x − mean)/√(var + ε)·γ + β = ({fmt(xv)} − {_p(m)})" \
+               f"/√({fmt(var)} + {norm.eps:g})·{_p(g)} + {_p(b)}{end}"
+    return f"{name}: y[{t},{ch}] = x/√(ms + ε)·γ = {fmt(xv)}/√({fmt(var)} + {norm.eps:g})·" \
+           f"{_p(g)}{end}"
+
+
+def _explain_head(tr: Trace, index, kind: str, end: str) -> str:
+    t = index[0]
+    if kind == "final":
+        src = "final_norm.out" if tr.final_norm is not None else f"L{len(tr.layers) - 1}.output"
+        return f"final[{t},{index[1]}] = {src}[{t},{index[1]}]{end}   (what the output head reads)"
+    b = index[1]
+    if kind == "logits":
+        W, bias = tr.params["head.weight"], tr.params["head.bias"]
+        return f"logits[{t},{b}] = Σ_c final[{t},c]·W_head[{b},c] + b = " \
+               f"{_dot(tr.final[t], W[b], bias[b])}{end}   ({_byte(b)})"
+    logit = float(tr.logits[t, b])
+    total = float(torch.exp(tr.logits[t] - tr.logits[t].max()).sum())
+    top = float(tr.logits[t].max())
+    return f"probs[{t},{b}] = exp(logit_{b} − m)/Σ_b' exp(logit_b' − m), m = max logit = " \
+           f"{fmt(top)}: exp({fmt(logit)} − {_p(top)})/{fmt(total)} (the sum runs over all " \
+           f"{tr.logits.size(-1)} bytes){end}   (the chance that {_byte(b)} comes next)"
+
+
+def _explain_layer(tr: Trace, l: int, p, index, kind: str, value: float, end: str) -> str:
+    layer, c = tr.layers[l], tr.config
+    L = f"L{l}"
+    pre = c.norm_position == "pre"
+    residual = getattr(c, "residual", True)
+    if kind == "input":
+        src = "x0" if l == 0 else f"L{l - 1}.output"
+        return f"{L}.input[{index[0]},{index[1]}] = {src}[{index[0]},{index[1]}]{end}   (the " \
+               f"stream entering layer {l})"
+    if kind == "attn_in":
+        src = f"{L}.norm1.out" if pre else f"{L}.input"
+        return f"{L}.attn_in[{index[0]},{index[1]}] = {src}[{index[0]},{index[1]}]{end}   (what " \
+               f"attention reads)"
+    if kind in ("q", "k", "v"):
+        h, t, d = int(p[1][1:]), *index
+        A = c.n_heads * c.head_dim
+        row = "QKV".index(kind.upper()) * A + h * c.head_dim + d
+        W, b = tr.params[f"blocks.{l}.attn.qkv.weight"], tr.params[f"blocks.{l}.attn.qkv.bias"]
+        return f"{L}.h{h}.{kind}[{t},{d}] = Σ_c attn_in[{t},c]·W_{kind.upper()}[{row % A},c]" \
+               f" + b = {_dot(layer.attn_in[t], W[row], b[row])}{end}"
+    if kind in ("q_rot", "k_rot", "v_rot"):
+        h, t, d = int(p[1][1:]), *index
+        src = getattr(layer, kind[0])[h, t]
+        name = kind[0]
+        rotated = c.rope_on_v if kind == "v_rot" else c.positional == "rope"
+        if not rotated:
+            return f"{L}.h{h}.{kind}[{t},{d}] = {name}[{t},{d}]{end}   (no RoPE on {name})"
+        i = d // 2
+        cos, sin = float(layer.rope_cos[h, t, i]), float(layer.rope_sin[h, t, i])
+        a, b = float(src[2 * i]), float(src[2 * i + 1])
+        if d % 2 == 0:
+            formula = f"{name}_{2 * i}·cos − {name}_{2 * i + 1}·sin = " \
+                      f"{_p(a)}·{_p(cos)} − {_p(b)}·{_p(sin)}"
+        else:
+            formula = f"{name}_{2 * i}·sin + {name}_{2 * i + 1}·cos = " \
+                      f"{_p(a)}·{_p(sin)} + {_p(b)}·{_p(cos)}"
+        theta = float(layer.rope_theta[h, i])
+        return f"{L}.h{h}.{kind}[{t},{d}] = {formula}{end}   (pair {i} turned by t·θ_{i} = " \
+               f"{t}·{theta:.4g} rad)"
+    if kind == "scores":
+        h, t, j = int(p[1][1:]), *index
+        if layer.mask is not None and layer.mask[t, j]:
+            return f"{L}.h{h}.scores[{t},{j}] = masked{end}   (position {t} may not look at " \
+                   f"{j}, the future; q·k/√hd would be {fmt(float(layer.scores[h, t, j]))})"
+        return f"{L}.h{h}.scores[{t},{j}] = q_rot[{t}]·k_rot[{j}]/√{c.head_dim} = " \
+               f"({_dot(layer.q_rot[h, t], layer.k_rot[h, j])})/{fmt(math.sqrt(c.head_dim))}{end}"
+    if kind == "weights":
+        h, t, j = int(p[1][1:]), *index
+        if layer.mask is not None and layer.mask[t, j]:
+            return f"{L}.h{h}.weights[{t},{j}] = exp(−∞)/…{end}   (masked: position {t} may " \
+                   f"not look at {j}, the future)"
+        row = layer.masked_scores[h, t].tolist()
+        top = max(row)  # subtracted first, so no exp overflows
+        exps = [math.exp(x - top) for x in row if x != -math.inf]
+        listed = " + ".join(fmt(e) for e in exps) if len(exps) <= 6 else f"{len(exps)} terms"
+        return f"{L}.h{h}.weights[{t},{j}] = exp(s[{t},{j}] − m)/Σ_j exp(s[{t},j] − m), " \
+               f"m = max_j s[{t},j] = {fmt(top)}: exp({fmt(row[j])} − {_p(top)})/({listed}) " \
+               f"= {fmt(math.exp(row[j] - top))}/{fmt(sum(exps))}{end}"
+    if kind == "rowsum":
+        h, t = int(p[1][1:]), index[0]
+        w = layer.weights[h, t]
+        body = " + ".join(fmt(float(x)) for x in w) if w.numel() <= 8 else f"{w.numel()} weights"
+        return f"{L}.h{h}: Σ_j weights[{t},j] = {body}{end}   (every softmax row sums to 1)"
+    if kind == "head_out":
+        h, t, d = int(p[1][1:]), *index
+        v = "v_rot" if c.rope_on_v else "v"
+        return f"{L}.h{h}.out[{t},{d}] = Σ_j weights[{t},j]·{v}[j,{d}] = " \
+               f"{_dot(layer.weights[h, t], layer.v_rot[h, :, d], limit=12)}{end}"
+    if kind == "concat":
+        t, i = index
+        return f"{L}.concat[{t},{i}] = {L}.h{i // c.head_dim}.out[{t},{i % c.head_dim}]{end}   " \
+               f"(the heads side by side: {i} = {i // c.head_dim}·{c.head_dim} + {i % c.head_dim})"
+    if kind == "attn_out":
+        t, ch = index
+        W, b = tr.params[f"blocks.{l}.attn.out.weight"], tr.params[f"blocks.{l}.attn.out.bias"]
+        return f"{L}.attn_out[{t},{ch}] = Σ_i concat[{t},i]·W_O[{ch},i] + b = " \
+               f"{_dot(layer.concat[t], W[ch], b[ch])}{end}"
+    if kind in ("resid1", "resid2"):
+        t, ch = index
+        base, f = ("input", "attn_out") if kind == "resid1" else ("after_attn", "ffn_out")
+        base_v, f_v = float(getattr(layer, base)[t, ch]), float(getattr(layer, f)[t, ch])
+        if not residual:
+            return f"{L}.{kind}[{t},{ch}] = {f}[{t},{ch}]{end}   (no residual connection)"
+        base_name = {"input": "input", "after_attn": "stream after attention"}[base]
+        return f"{L}.{kind}[{t},{ch}] = {base_name} + {f} = {fmt(base_v)} + {_p(f_v)}{end}"
+    if kind == "after_attn":
+        t, ch = index
+        src = f"{L}.resid1" if pre else f"{L}.norm1.out"
+        return f"{L}.after_attn[{t},{ch}] = {src}[{t},{ch}]{end}"
+    if kind == "ffn_in":
+        t, ch = index
+        src = f"{L}.norm2.out" if pre else f"{L}.after_attn"
+        return f"{L}.ffn_in[{t},{ch}] = {src}[{t},{ch}]{end}   (what the FFN reads)"
+    if kind == "ffn_pre":
+        t, u = index
+        W, b = tr.params[f"blocks.{l}.ffn.up.weight"], tr.params[f"blocks.{l}.ffn.up.bias"]
+        return f"{L}.ffn_pre[{t},{u}] = Σ_c ffn_in[{t},c]·W_up[{u},c] + b = " \
+               f"{_dot(layer.ffn_in[t], W[u], b[u])}{end}"
+    if kind == "ffn_hidden":
+        t, u = index
+        x = fmt(float(layer.ffn_pre[t, u]))
+        formula = {"relu": f"max(0, {x})", "gelu": f"{x}·Φ({x})",
+                   "silu": f"{x}·σ({x})"}[c.activation]
+        return f"{L}.ffn_hidden[{t},{u}] = {c.activation}(ffn_pre) = {formula}{end}"
+    if kind == "ffn_out":
+        t, ch = index
+        W, b = tr.params[f"blocks.{l}.ffn.down.weight"], tr.params[f"blocks.{l}.ffn.down.bias"]
+        return f"{L}.ffn_out[{t},{ch}] = Σ_u ffn_hidden[{t},u]·W_down[{ch},u] + b = " \
+               f"{_dot(layer.ffn_hidden[t], W[ch], b[ch])}{end}"
+    if kind == "output":
+        t, ch = index
+        if layer.resid2 is None:
+            src = "after_attn"
+        else:
+            src = "resid2" if pre else "norm2.out"
+        return f"{L}.output[{t},{ch}] = {L}.{src}[{t},{ch}]{end}   (the stream leaving layer {l})"
+    raise KeyError(f"no such trace key: {'.'.join(p)}")

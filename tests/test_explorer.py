@@ -1,0 +1,162 @@
+"""minitf.Explorer: builds for every shipped checkpoint, recomputes when the text or the followed
+position changes, steps by the trace's argmax byte, and every number it shows is the trace's value
+with the trace's own explanation."""
+import base64
+import json
+import math
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import minitf
+from minitf.explorer import MAX_BYTES, STATIC, build_view, from_text, to_text
+from minitf.trace import fmt
+
+ROOT = pathlib.Path(__file__).parents[1]
+CHECKPOINTS = sorted((ROOT / "data" / "checkpoints").glob("*.pt"))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return minitf.load(ROOT / "data" / "checkpoints" / "tiny.pt")
+
+
+def cells(view):
+    """(key, value) of every number the browser draws."""
+    for section in view["sections"]:
+        cards = section["cards"] + [c for h in section["heads"] for c in h["cards"]]
+        for card in cards + section.get("after", []):
+            for keys, values in zip(card["keys"], card["values"]):
+                yield from zip(keys, values)
+
+
+def check_view_matches_trace(explorer):
+    tr, view = explorer.trace, explorer.view
+    shown = list(cells(view))
+    assert shown and len({k for k, _ in shown}) == len(shown)  # every number once
+    assert set(view["prov"]) == {k for k, _ in shown}
+    for key, value in shown:
+        expected = tr.value(key)
+        if expected == -math.inf:
+            assert value is None and ".scores." in key  # JSON has no −∞
+        else:
+            assert value == expected, key
+        assert view["prov"][key] == tr.explain(key)
+        assert view["prov"][key].split("   (")[0].endswith(" = " + fmt(expected)), key
+    json.dumps(view, allow_nan=False)  # what the widget sends is plain JSON
+    return shown
+
+
+@pytest.mark.parametrize("path", CHECKPOINTS, ids=[p.stem for p in CHECKPOINTS])
+def test_the_widget_builds_for_every_checkpoint(path):
+    model = minitf.load(path)
+    ex = minitf.Explorer(model, "Hi!\\t")
+    assert ex.trace.ids == [72, 105, 33, 9] and ex.position == 3  # follows the last byte
+    shown = dict(check_view_matches_trace(ex))
+    c = model.config
+    # the pieces the learner is promised are all there, for every layer and head
+    for l in range(c.n_layers):
+        for h in range(c.n_heads):
+            for name in ("q.3.0", "k.0.0", "v.2.0", "scores.3.0", "weights.3.3", "rowsum.3",
+                         "out.3.0") + (("q_rot.3.0", "k_rot.1.0") if c.positional == "rope" else ()):
+                assert f"L{l}.h{h}.{name}" in shown, name
+        for name in ("concat.3.0", "attn_out.3.0", "resid1.3.0", "norm1.mean.3", "ffn_pre.3.0",
+                     "ffn_hidden.3.0", "ffn_out.3.0", "resid2.3.0"):
+            assert f"L{l}.{name}" in shown, name
+    assert "ids.0" in shown and "embed.0.0" in shown and f"probs.3.{ex.trace.next_byte()}" in shown
+    meta = ex.view["meta"]
+    assert meta["prediction"]["byte"] == ex.trace.next_byte(3)
+    assert meta["labels"] == ex.trace.labels
+
+
+def test_changing_the_text_recomputes(tiny):
+    ex = minitf.Explorer(tiny, "Hello")
+    ex.text = "Hey\\tIf"
+    assert ex.trace.ids == minitf.encode("Hey\tIf")
+    assert ex.position == 5 and ex.view["meta"]["ids"] == ex.trace.ids
+    check_view_matches_trace(ex)
+    ex.text = ""
+    assert ex.trace is None and "error" in ex.view and ex.step() is None
+    assert repr(ex) == 'Explorer("": type 1 to 32 bytes (got 0))'
+    ex.text = "ok"
+    assert ex.trace.ids == [111, 107] and ex.position == 1
+
+
+def test_following_another_position(tiny):
+    ex = minitf.Explorer(tiny, "Hello")
+    ex.position = 1
+    assert ex.view["meta"]["position"] == 1
+    shown = dict(check_view_matches_trace(ex))
+    assert "L0.h0.q.1.0" in shown and "L0.h0.q.4.0" not in shown  # the followed query only
+    assert "L0.h0.k.4.0" in shown  # but every key it is scored against
+    ex.text = "Hello!"  # a longer input keeps the position that is not the last
+    assert ex.position == 1
+    ex.position = 5
+    ex.text = "Hello!!"  # the last position stays followed
+    assert ex.position == 6
+
+
+def test_step_appends_the_argmax_byte(tiny):
+    shift = minitf.load(ROOT / "data" / "checkpoints" / "shift.pt")
+    ex = minitf.Explorer(shift, "Hello\\tIfm")
+    for _ in range(3):
+        before = ex.trace
+        expected = int(before.logits[-1].argmax())
+        assert ex.step() == expected == before.next_byte()
+        assert ex.trace.ids == before.ids + [expected]
+        assert ex.position == len(ex.trace.ids) - 1
+    assert ex.text == "Hello\\tIfmmp\\n"  # the shift model shifts every byte by one, then stops
+    # the browser's button sends a message; the kernel steps the same way
+    ex.widget._handle_custom_msg({"type": "step"}, [])
+    assert len(ex.trace.ids) == 13 and ex.position == 12
+    # no step past the explorer's length limit
+    ex = minitf.Explorer(tiny, "x" * MAX_BYTES)
+    assert ex.step() is None and len(ex.trace.ids) == MAX_BYTES
+
+
+def test_text_escapes_round_trip():
+    every = list(range(256))
+    assert from_text(to_text(every)) == every
+    assert to_text(minitf.encode("a\tb\n\\")) == "a\\tb\\n\\\\"
+    assert from_text("é\\x41\\q\\") == list("é".encode()) + [65, 92, ord("q"), 92]
+
+
+def test_repr_is_stable_and_the_static_view_is_a_png(tiny):
+    a, b = minitf.Explorer(tiny, "Hello"), minitf.Explorer(tiny, "Hello")
+    assert repr(a) == repr(b) and "0x" not in repr(a)
+    assert repr(a).startswith('Explorer("Hello", following position 4 \'o\', greedy next byte')
+    bundle = a._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(a)
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == a.widget.model_id
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+    assert "0x" not in repr(a.widget)
+
+
+def test_the_view_can_be_built_from_any_trace(tiny):
+    tr = minitf.trace(minitf.Transformer(minitf.Config(norm_position="pre", norm="rms",
+                                                       positional="sinusoidal", n_heads=1,
+                                                       causal=False)), "abc")
+    view = build_view(tr, 0)
+    keys = {k for k, _ in cells(view)}
+    assert {"pos.0.0", "x0.2.3", "L0.norm1.ms.0", "final_norm.ms.0"} <= keys
+    assert not any(".scores." in k and v is None for k, v in cells(view))  # nothing masked
+
+
+def test_the_javascript_ships_in_the_package_and_needs_no_network():
+    js = (STATIC / "explorer.js").read_text()
+    assert "export default { render }" in js
+    assert "http" not in js and "import " not in js  # no CDN, no module imports
+    assert (STATIC / "explorer.css").exists()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'minitf = ["static/*.js", "static/*.css"]' in pyproject
+    for hook in ("mtf-text", "mtf-step", "mtf-pos", "mtf-cell", "dataset.key", "dataset.value",
+                 "mtf-tooltip", "mtf-prediction"):
+        assert hook in js, hook
+
+
+def test_import_minitf_does_not_import_anywidget():
+    code = "import sys, minitf; print('anywidget' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
