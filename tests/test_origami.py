@@ -260,3 +260,20 @@ def test_widen_weight_exercise_solution_passes_and_a_wrong_one_is_explained():
     with pytest.raises(minitf.ExerciseError, match="(?s)differ.*Hint"):
         minitf.check_function(forgot_to_divide, origami.widen_weight, cases,
                               hint="a copied input is added k times")
+
+
+def test_draw_widen_shows_w_beside_its_tiling_on_one_centred_scale():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    W = torch.tensor([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]])
+    fig = origami.draw_widen(W, 3)
+    small, wide, bar = fig.axes
+    assert small.images[0].get_array().shape == (2, 3)
+    assert torch.allclose(torch.tensor(wide.images[0].get_array().data), origami.widen_weight(W, 3).double())
+    norm = wide.images[0].norm
+    assert small.images[0].norm is norm and (norm.vmin, norm.vcenter, norm.vmax) == (-3.0, 0.0, 3.0)
+    assert bar.get_ylabel() == "weight value"
+    assert len(wide.texts) == 6 * 9 and len(wide.lines) == 2 * 2  # every entry written; block borders
+    assert all(t.get_fontsize() >= 9 for ax in (small, wide) for t in ax.get_xticklabels() + ax.texts)
+    plt.close(fig)

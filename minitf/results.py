@@ -1,0 +1,361 @@
+"""Stored benchmark results, ready for a notebook: rows, a readable table and a figure.
+
+`load_ablation()` reads `bench/results/ablation.json` (written by `bench/ablation.py`) and returns
+an `Ablation`: one `Row` per task, rung and variant, averaged over the random seeds. Notebooks print
+it or plot it; they never touch the JSON.
+
+    ladder = minitf.results.load_ablation()
+    ladder                      # the table, both tasks side by side
+    ladder.row("copy", "no FFN").exact_match
+    ladder.plot()               # exact match per rung; loss with the baselines as lines
+"""
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+ABLATION_JSON = Path(__file__).resolve().parents[1] / "bench" / "results" / "ablation.json"
+BASELINE_LABELS = {"uniform_256": "uniform 256", "uniform_96": "uniform 95+EOS",
+                   "unigram": "unigram", "length_oracle": "length oracle"}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One variant on one task, over its random seeds."""
+    task: str
+    rung: str
+    variant: str
+    change: str           # what differs from the base, in words
+    seeds: tuple[int, ...]
+    exact_match: float    # mean over the seeds; held-out, greedy generation to EOS
+    exact_min: float
+    exact_max: float
+    loss: float           # mean held-out loss (nats per output byte and EOS)
+    char_accuracy: float  # mean, teacher-forced
+    params: int
+    train_seconds: float  # mean wall time of training (one thread)
+
+
+@dataclass(frozen=True)
+class Ablation:
+    rows: list[Row]
+    baselines: dict[str, dict[str, float]]  # task → {uniform_256, uniform_96, unigram, length_oracle}
+    rungs: dict[str, list[str]]             # rung → its variants, in table order
+    settings: dict
+    date: str
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> "Ablation":
+        """Average the stored runs per task and variant; rungs share the base's runs."""
+        runs: dict[tuple[str, str], list[dict]] = {}
+        for r in doc["runs"]:
+            if r.get("settings", doc["settings"]) == doc["settings"]:
+                runs.setdefault((r["task"], r["variant"]), []).append(r)
+        tasks = [t for t in doc["baselines"] if any(k[0] == t for k in runs)]
+        rows = []
+        for task in tasks:
+            for rung, variants in doc["rungs"].items():
+                for variant in variants:
+                    group = sorted(runs.get((task, variant), []), key=lambda r: r["seed"])
+                    if not group:
+                        continue
+                    mean = lambda key: statistics.fmean(r[key] for r in group)
+                    exact = [r["exact_match"] for r in group]
+                    rows.append(Row(task, rung, variant, doc["variants"][variant]["change"],
+                                    tuple(r["seed"] for r in group), mean("exact_match"), min(exact),
+                                    max(exact), mean("loss"), mean("char_accuracy"), group[0]["params"],
+                                    mean("train_seconds")))
+        return cls(rows, doc["baselines"], doc["rungs"], doc["settings"], doc.get("date", "?"))
+
+    @property
+    def tasks(self) -> list[str]:
+        return list(dict.fromkeys(r.task for r in self.rows))
+
+    def row(self, task: str, variant: str) -> Row:
+        for r in self.rows:
+            if r.task == task and r.variant == variant:
+                return r
+        raise KeyError(f"no results for {variant!r} on {task!r}")
+
+    def _lines(self, markdown: bool) -> list[str]:
+        tasks = self.tasks
+        keyed = {(r.task, r.rung, r.variant): r for r in self.rows}
+        head = ["rung", "variant", "params"] + [f"{t} {what}" for t in tasks for what in ("exact", "loss")]
+        body = []
+        for rung, variants in self.rungs.items():
+            named = False
+            for variant in variants:
+                found = [keyed.get((t, rung, variant)) for t in tasks]
+                if not any(found):
+                    continue
+                cells = [rung if not named or markdown else "", variant]
+                named = True
+                cells.append(f"{next(r for r in found if r).params:,}")
+                for r in found:
+                    cells += ([f"{r.exact_match:.2f} ({r.exact_min:.2f}–{r.exact_max:.2f})", f"{r.loss:.3f}"]
+                              if r else ["—", "—"])
+                body.append(cells)
+        if markdown:
+            return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + \
+                   ["| " + " | ".join(c) + " |" for c in body]
+        widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
+        fmt = lambda cells: "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                                      for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return [fmt(head)] + [fmt(c) for c in body]
+
+    def baseline_text(self) -> str:
+        return "\n".join(f"{task} baselines (loss): " + ", ".join(
+            f"{label} {self.baselines[task][key]:.3f}" for key, label in BASELINE_LABELS.items())
+            for task in self.tasks)
+
+    def table(self) -> str:
+        """Exact match: mean over the random seeds (min–max); loss: mean, nats per target."""
+        seeds = sorted({s for r in self.rows for s in r.seeds})
+        return "\n".join([f"held-out exact match, mean (min–max) over random seeds {seeds}; loss in nats",
+                          *self._lines(markdown=False), self.baseline_text()])
+
+    def markdown(self) -> str:
+        s = self.settings
+        return "\n".join([
+            "# The ablation ladder: what each component buys", "",
+            f"Run {self.date} by `python bench/ablation.py`. Each variant changes one thing in the base "
+            f"and trains {s['steps']} steps (batch {s['batch_size']}, lr {s['lr']}, one thread) on "
+            f"{s['train_pairs']:,} generated pairs of 1–{s['max_len']} printable bytes (repeats "
+            f"{s['repeats']}); evaluated on {s['held_out_pairs']} fresh held-out pairs (repeats included). "
+            "Exact match: greedy generation to EOS, mean (min–max) over the random seeds; loss: "
+            "held-out cross-entropy per output byte and EOS.", "",
+            *self._lines(markdown=True), "",
+            "Baselines (the loss of predictors that ignore the input, `minitf.baselines`):", "",
+            *(f"- {line}" for line in self.baseline_text().splitlines()), "",
+            "Variants:", "",
+            *(f"- **{v}**: {c}" for v, c in dict((r.variant, r.change) for r in self.rows).items())])
+
+    def __repr__(self):
+        return self.table()
+
+    def plot(self, tasks: list[str] | None = None):
+        """A matplotlib Figure: exact match per rung (bars: tasks; whiskers: min–max over seeds)
+        above the loss on a log scale, with the baselines as horizontal lines."""
+        from matplotlib.figure import Figure
+
+        tasks = tasks or self.tasks
+        keyed = {(r.task, r.rung, r.variant): r for r in self.rows}
+        slots, ticks, rung_spans, x = [], [], [], 0.0
+        for rung, variants in self.rungs.items():
+            first = x
+            for variant in variants:
+                if any((t, rung, variant) in keyed for t in tasks):
+                    slots.append((rung, variant, x))
+                    ticks.append(variant)
+                    x += 1
+            rung_spans.append((rung, first, x - 1))
+            x += 0.6
+        fig = Figure(figsize=(max(8.0, 0.42 * len(slots) + 1.5), 6.4))
+        top, bottom = fig.subplots(2, 1, sharex=True)
+        width = 0.8 / len(tasks)
+        for k, task in enumerate(tasks):
+            xs, em, lo, hi, loss = [], [], [], [], []
+            for rung, variant, pos in slots:
+                r = keyed.get((task, rung, variant))
+                if r:
+                    xs.append(pos + (k - (len(tasks) - 1) / 2) * width)
+                    em.append(r.exact_match)
+                    lo.append(r.exact_match - r.exact_min)
+                    hi.append(r.exact_max - r.exact_match)
+                    loss.append(max(r.loss, 1e-4))
+            top.bar(xs, em, width, yerr=[lo, hi], capsize=2, color=f"C{k}", label=task)
+            bottom.bar(xs, loss, width, color=f"C{k}", label=task)
+        for j, (key, label) in enumerate(BASELINE_LABELS.items()):
+            value = statistics.fmean(self.baselines[t][key] for t in tasks)
+            bottom.axhline(value, color="0.35", lw=0.9, ls=(0, (1 + j, 2)))
+            bottom.text(x - 0.5, value, f" {label} {value:.2f}", va="center", fontsize=7, color="0.25")
+        for rung, a, b in rung_spans:
+            top.text((a + b) / 2, 1.03, rung.replace(" ", "\n"), ha="center", va="bottom", fontsize=7,
+                     fontweight="bold")
+            for ax in (top, bottom):
+                ax.axvspan(a - 0.45, b + 0.45, color="0.93" if rung_spans.index((rung, a, b)) % 2 else "white",
+                           zorder=0)
+        top.set_ylim(0, 1.22)
+        top.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+        top.set_ylabel("held-out exact match")
+        top.legend(loc="lower left", fontsize=8, ncol=len(tasks))
+        bottom.set_yscale("log")
+        bottom.set_ylim(1e-4, 8)
+        bottom.set_yticks([1e-4, 1e-3, 1e-2, 0.1, 1], ["0.0001", "0.001", "0.01", "0.1", "1"])
+        bottom.set_ylabel("held-out loss (nats)")
+        bottom.set_xticks([pos for _, _, pos in slots], ticks, rotation=60, ha="right", fontsize=8)
+        bottom.set_xlim(-0.7, x + 2.2)
+        fig.tight_layout()
+        return fig
+
+
+def load_ablation(path=ABLATION_JSON) -> Ablation:
+    """The stored ablation ladder (bench/results/ablation.json), averaged per task and variant."""
+    return Ablation.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+# --- Origami growth (notebook 07): bench/origami_growth.py and bench/origami_recipe_growth.py -------
+
+GROWTH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
+
+_GROWTH_NAMES = {  # the benchmark's arm → what it did, in words
+    "scratch": "from scratch",
+    "grow_late": "grow after 1,500 steps",
+    "grow_early": "grow after 300 steps",
+    "grow_early_adam": "grow after 300, Adam kept",
+    "grow_early_copies": "grow after 300, exact copies",
+    "staged": "staged 4→8→16→32",
+}
+_RECIPE_NAMES = {
+    "scratch": "from scratch",
+    "grow_500": "grow after 500 steps",
+    "grow_1000": "grow after 1,000 steps",
+    "staged": "staged 8→16→32",
+}
+
+
+@dataclass
+class GrowthCurve:
+    """One training run of one arm: held-out numbers against the compute spent so far."""
+    arm: str                      # what the arm did, in words ("grow after 300 steps")
+    seed: int
+    compute: list[float]          # FLOPs (6 × parameters × trained tokens) at each evaluation
+    loss: list[float]             # held-out loss (nats) at each evaluation
+    exact_match: list[float] | None  # held-out share of whole outputs right (recipe runs only)
+    grown_at: list[float]         # compute at each growth step (none for "from scratch")
+
+
+@dataclass
+class GrowthArm:
+    """One arm's end result over the seeds: means, and the range over seeds for the loss."""
+    arm: str
+    loss: float                   # mean final held-out loss
+    loss_range: tuple[float, float]   # (lowest, highest) over the seeds
+    char_accuracy: float          # mean share of output characters right
+    exact_match: float            # mean share of whole outputs right
+    reached_scratch: int          # in how many seeds it reached scratch's final loss
+    scratch_as_good_after: float  # mean fraction of its compute after which scratch is as good
+
+
+@dataclass
+class GrowthResults:
+    """bench/origami_growth.py: the tiny model grown ×8 in width against the big model from scratch."""
+    small_parameters: int
+    big_parameters: int
+    scratch_steps: int            # the budget: scratch's steps of `batch_size` pairs
+    batch_size: int
+    n_train: int
+    seeds: list[int]
+    arms: list[GrowthArm]
+    curves: list[GrowthCurve]
+    start_model_path: Path        # the tiny model after 1,500 steps, as the benchmark grew it
+
+    def arm(self, name: str) -> GrowthArm:
+        return next(a for a in self.arms if a.arm == name)
+
+    def start_model(self):
+        """The trained tiny model the benchmark grew (its checkpoint metadata has its held-out scores)."""
+        from .checkpoint import load
+        return load(self.start_model_path)
+
+    def table(self) -> str:
+        lines = [f"{'arm':<30} {'held-out loss (range)':>22} {'chars':>6} {'exact':>6} "
+                 f"{'scratch as good after':>22}"]
+        for a in self.arms:
+            lines.append(f"{a.arm:<30} {a.loss:>8.2f} ({a.loss_range[0]:.2f}–{a.loss_range[1]:.2f}) "
+                         f"{a.char_accuracy:>6.0%} {a.exact_match:>6.0%} "
+                         f"{a.scratch_as_good_after:>12.0%} of its compute")
+        return "\n".join(lines)
+
+
+@dataclass
+class RecipeRun:
+    """One arm and seed of bench/origami_recipe_growth.py."""
+    arm: str
+    seed: int
+    compute: float                # total FLOPs spent
+    final_loss: float
+    final_exact_match: float
+    reach: dict                   # threshold ("exact match ≥ 99 %", …) → (step, compute ÷ scratch's) or None
+
+
+@dataclass
+class RecipeGrowthResults:
+    """bench/origami_recipe_growth.py: growing into RECIPE.md's model, which solves the shift task."""
+    recipe_config: "Config"
+    small_config: "Config"
+    recipe_parameters: int
+    small_parameters: int
+    steps: int                    # steps per arm, small and big stages together
+    n_train: int
+    n_val: int
+    eval_every: int
+    seeds: list[int]
+    runs: list[RecipeRun]
+    curves: list[GrowthCurve]
+
+    def run(self, arm: str, seed: int) -> RecipeRun:
+        return next(r for r in self.runs if r.arm == arm and r.seed == seed)
+
+    def table(self) -> str:
+        labels = list(self.runs[0].reach)
+        lines = [f"{'arm':<24} {'seed':>4} {'GFLOP':>6} {'exact':>7}  "
+                 + "  ".join(f"{label:>21}" for label in labels)]
+        for r in self.runs:
+            cells = ["not reached" if x is None else f"step {x[0]:,}: {x[1]:.2f}×" for x in r.reach.values()]
+            lines.append(f"{r.arm:<24} {r.seed:>4} {r.compute / 1e9:>6.0f} {r.final_exact_match:>7.1%}  "
+                         + "  ".join(f"{c:>21}" for c in cells))
+        return "\n".join(lines)
+
+
+def _growth_points(stages: list[dict]) -> list[float]:
+    """The compute at the end of every stage but the last: where the model was grown."""
+    done, points = 0.0, []
+    for stage in [s for s in stages if "d_model" in s][:-1]:
+        done += 6 * stage["parameters"] * stage["tokens"]
+        points.append(done)
+    return points
+
+
+def load_growth(path: Path | None = None) -> GrowthResults:
+    """The stored result of bench/origami_growth.py (default bench/results/origami_growth.json)."""
+    raw = json.loads(Path(path or GROWTH_RESULTS / "origami_growth.json").read_text())
+    runs, seeds = raw["runs"], raw["settings"]["seeds"]
+    arms = []
+    for key, s in raw["summary"].items():
+        losses = [r["final"]["loss"] for r in runs if r["arm"] == key]
+        arms.append(GrowthArm(_GROWTH_NAMES[key], s["loss"], (min(losses), max(losses)),
+                              s["char_accuracy"], s["exact_match"], s["reached"], s["scratch_matches_at"]))
+    curves = [GrowthCurve(_GROWTH_NAMES[r["arm"]], r["seed"], [c for c, _ in r["curve"]],
+                          [loss for _, loss in r["curve"]], None, _growth_points(r["stages"]))
+              for r in runs]
+    return GrowthResults(raw["small_parameters"], raw["big_parameters"], raw["settings"]["steps"],
+                         raw["settings"]["batch_size"], raw["data"]["n_train"], seeds, arms, curves,
+                         GROWTH_RESULTS / "origami_seed_model.pt")
+
+
+_THRESHOLDS = {"exact_match >= 0.99": "exact match ≥ 99 %", "loss <= 0.05": "loss ≤ 0.05",
+               "loss <= 0.01": "loss ≤ 0.01"}
+
+
+def load_recipe_growth(path: Path | None = None) -> RecipeGrowthResults:
+    """The stored result of bench/origami_recipe_growth.py (default bench/results/origami_recipe_growth.json)."""
+    from .config import Config
+    raw = json.loads(Path(path or GROWTH_RESULTS / "origami_recipe_growth.json").read_text())
+    s = raw["settings"]
+    runs, curves = [], []
+    for r in raw["runs"]:
+        row = raw["summary"][f"{r['arm']} seed {r['seed']}"]
+        reach = {_THRESHOLDS[label]: None if x is None else (x["step"], x["vs_scratch"])
+                 for label, x in row["reach"].items()}
+        runs.append(RecipeRun(_RECIPE_NAMES[r["arm"]], r["seed"], r["compute"], r["final"]["loss"],
+                              r["final"]["exact_match"], reach))
+        curves.append(GrowthCurve(_RECIPE_NAMES[r["arm"]], r["seed"], [p["compute"] for p in r["curve"]],
+                                  [p["loss"] for p in r["curve"]], [p["exact_match"] for p in r["curve"]],
+                                  _growth_points(r["stages"])))
+    return RecipeGrowthResults(Config(**raw["recipe_config"]), Config(**raw["small_config"]),
+                               raw["recipe_parameters"], raw["small_parameters"], raw["runs"][0]["steps"],
+                               raw["data"]["n_train"], raw["data"]["n_val"], s["eval_every"], s["seeds"],
+                               runs, curves)
