@@ -4,17 +4,110 @@ The figure is drawn on the kernel side into `Output.outputs` (never `with out:` 
 a callback prints nothing into the notebook cell, nbval has nothing unstable to compare, and a test
 can move a slider by setting `.value` and read back the numbers that were drawn (`state`).
 ipywidgets and matplotlib are imported when an explorer is built, so `import minitf` stays light.
+
+Every view also shows as a picture where no widget can run (`ShowsPicture`). JupyterLab 4 draws a
+widget view only in a trusted notebook: its renderer is registered as unsafe, and a notebook you
+cloned or downloaded is untrusted (trust is a per-user signature database). Then JupyterLab shows
+the next format of the output instead: a PNG if there is one, else the text. So the output carries
+the live view, a PNG of what the view shows now (with the controls' values written above it), and
+a short stable text for nbval, which compares text but skips PNGs and widget views.
 """
 from __future__ import annotations
 
+import base64
+import io
 import math
 
 import torch
 
 from .rope import apply_rope, rope_angles, rope_frequencies
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
-class RopeExplorer:
+
+def figure_png(fig, dpi: float | None = None) -> bytes:
+    """A matplotlib Figure as PNG bytes, whatever the backend (inline or not, in tests too)."""
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=dpi)
+    return png.getvalue()
+
+
+def control_values(controls) -> str:
+    """'description = value' for each ipywidgets control, as a learner reads them on screen."""
+    parts = []
+    for c in controls:
+        value = getattr(c, "label", None) or c.value  # a Dropdown shows its label, not its value
+        if isinstance(value, bool):
+            value = "yes" if value else "no"
+        elif isinstance(value, float):
+            value = f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+        parts.append(f"{c.description} = {value}")
+    return " · ".join(parts)
+
+
+def output_png(out) -> bytes | None:
+    """The last PNG an ipywidgets Output shows, or None."""
+    for output in reversed(out.outputs):
+        png = output.get("data", {}).get("image/png")
+        if png is not None:
+            return base64.b64decode(png) if isinstance(png, str) else png
+    return None
+
+
+def captioned(png: bytes | None, caption: str, fontsize: float = 9) -> bytes:
+    """The picture `png`, pixel for pixel, under a band with `caption` (one or more lines);
+    the caption alone if there is no picture."""
+    from matplotlib.figure import Figure
+    from matplotlib.image import imread
+
+    dpi = 100
+    image = imread(io.BytesIO(png), format="png") if png else None  # (H, W, 3 or 4) floats
+    height, width = image.shape[:2] if image is not None else (0, 640)
+    band = int((caption.count("\n") + 1) * fontsize * 1.5 * dpi / 72) + 8  # px
+    fig = Figure(figsize=(width / dpi, (height + band) / dpi), dpi=dpi)
+    if image is not None:
+        fig.figimage(image, 0, 0)
+    fig.text(4 / width, 1 - 4 / (height + band), caption, va="top", ha="left", fontsize=fontsize,
+             color="0.25")
+    return figure_png(fig, dpi=dpi)
+
+
+def picture_of(out, controls, hint: str) -> bytes:
+    """What a view shows: the controls' values and a hint above the plot in its Output `out`."""
+    return captioned(output_png(out), f"{control_values(controls)}\n(a picture of the widget: {hint})")
+
+
+def live_and_picture(widget, png: bytes, text: str) -> dict:
+    """The display bundle of a view: the live widget, its picture, and a stable one-line text.
+
+    A frontend shows the richest format it can: the widget (trusted notebook with a kernel), the
+    PNG (untrusted notebook, GitHub, nbconvert without widget state) or the text.
+    """
+    bundle = {"text/plain": text, "image/png": base64.b64encode(png).decode("ascii")}
+    view = widget._repr_mimebundle_().get(WIDGET_VIEW) if widget._repr_mimebundle_ else None
+    if view is not None:  # None once the widget is closed: the picture remains
+        bundle[WIDGET_VIEW] = view
+    return bundle
+
+
+class ShowsPicture:
+    """Mixin for a view that keeps its ipywidgets (or anywidget) widget in `.widget`.
+
+    Define `picture()` (PNG bytes of what the view shows now; `picture_of` writes the controls'
+    values above the plot of an Output widget) and `__repr__` (one stable line: nbval compares it). Displaying the view
+    then shows the live widget where it can run and the picture where it cannot.
+    """
+
+    widget = None
+
+    def picture(self) -> bytes:
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        return live_and_picture(self.widget, self.picture(), repr(self))
+
+
+class RopeExplorer(ShowsPicture):
     """RoPE by hand: sliders for the query position m, the key position n, the base and the pair i.
 
     Each move redraws two panels: the pair (2i, 2i+1) of q and k before and after their rotations
@@ -74,54 +167,91 @@ class RopeExplorer:
         q_all = self._rotate(self.q, inv_freq, offsets)  # (2·max_pos+1, hd)
         pair = slice(2 * i, 2 * i + 2)
         theta = float(inv_freq[0, i])
+        q_rot, k_rot = q_m[pair], k_n[pair]
+        # the angle from rotated k to rotated q, in (−π, π]: the pair's score is |q||k|·cos(angle)
+        angle = math.atan2(float(q_rot[1]), float(q_rot[0])) - math.atan2(float(k_rot[1]), float(k_rot[0]))
+        angle = math.remainder(angle, 2 * math.pi)
         return {
             "m": m, "n": n, "base": float(self.base.value), "pair": i, "theta": theta,
             "period": 2 * math.pi / theta,
             "q_pair": self.q[pair].clone(), "k_pair": self.k[pair].clone(),
-            "q_rot": q_m[pair], "k_rot": k_n[pair],  # the drawn arrows
-            "score": float(q_m @ k_n), "pair_score": float(q_m[pair] @ k_n[pair]),
+            "q_rot": q_rot, "k_rot": k_rot, "angle": angle,  # the drawn arrows and the arc between them
+            "score": float(q_m @ k_n), "pair_score": float(q_rot @ k_rot),
             "offsets": torch.arange(offsets.start, offsets.stop),
             "curve": q_all @ self.k, "pair_curve": q_all[:, pair] @ self.k[pair],
         }
 
     def figure(self, state: dict):
-        """A matplotlib Figure (not pyplot state: nothing leaks into the notebook cell)."""
-        from matplotlib.figure import Figure
+        """A matplotlib Figure (not pyplot state: nothing leaks into the notebook cell).
 
-        fig = Figure(figsize=(8.4, 3.4), layout="constrained")
-        plane, curve = fig.subplots(1, 2, width_ratios=(1, 1.5))
+        Left: pair i of q and k before (thin dashed, drawn on top so it stays visible) and after
+        (thick) their rotations, with the arc of the angle between the rotated pair. Right: the
+        score against the offset; negative offsets (a key after the query) are shaded, since
+        causal attention never uses them. Legends sit below the axes, clear of the data.
+        """
+        from matplotlib.figure import Figure
+        from matplotlib.patches import Arc
+
+        fig = Figure(figsize=(9, 4.4), layout="constrained")
+        plane, curve = fig.subplots(1, 2, width_ratios=(1, 1.3))
         r = max(float(state["q_pair"].norm()), float(state["k_pair"].norm()), 1e-9) * 1.15
         for name, before, after, color in (("q", state["q_pair"], state["q_rot"], "tab:blue"),
                                            ("k", state["k_pair"], state["k_rot"], "tab:orange")):
-            plane.annotate("", xy=before.tolist(), xytext=(0, 0),
-                           arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.35, "ls": "--"})
-            plane.annotate("", xy=after.tolist(), xytext=(0, 0),
-                           arrowprops={"arrowstyle": "->", "color": color, "lw": 2})
-            plane.plot([], [], color=color, lw=2, label=f"{name} rotated")
-        plane.plot([], [], color="grey", ls="--", alpha=0.5, label="before")
+            plane.annotate("", xy=after.tolist(), xytext=(0, 0), zorder=2,
+                           arrowprops={"arrowstyle": "-|>", "color": color, "lw": 2.5,
+                                       "shrinkA": 0, "shrinkB": 0})
+            plane.annotate("", xy=before.tolist(), xytext=(0, 0), zorder=3,
+                           arrowprops={"arrowstyle": "->", "color": color, "lw": 1.3, "ls": (0, (3, 2)),
+                                       "shrinkA": 0, "shrinkB": 0})
+            plane.text(*(after * 1.08).tolist(), f"{name} at {'m' if name == 'q' else 'n'}",
+                       color=color, fontsize=10, ha="center", va="center", weight="bold")
+        k_deg = math.degrees(math.atan2(float(state["k_rot"][1]), float(state["k_rot"][0])))
+        a_deg = math.degrees(state["angle"])
+        radius = 0.45 * min(float(state["q_rot"].norm()), float(state["k_rot"].norm()))
+        plane.add_patch(Arc((0, 0), 2 * radius, 2 * radius, theta1=min(k_deg, k_deg + a_deg),
+                            theta2=max(k_deg, k_deg + a_deg), color="tab:red", lw=1.8))
+        mid = math.radians(k_deg + a_deg / 2)
+        plane.text(1.7 * radius * math.cos(mid), 1.7 * radius * math.sin(mid),
+                   f"{abs(state['angle']):.2f}", color="tab:red", fontsize=10, ha="center",
+                   va="center", bbox={"fc": "white", "ec": "none", "alpha": 0.8, "pad": 1})
+        plane.plot([], [], color="tab:blue", lw=2.5, label="q rotated by m·θ")
+        plane.plot([], [], color="tab:orange", lw=2.5, label="k rotated by n·θ")
+        plane.plot([], [], color="0.3", lw=1.3, ls=(0, (3, 2)), label="dashed: before")
+        plane.plot([], [], color="tab:red", lw=1.8, label="angle between (rad)")
         plane.set(xlim=(-r, r), ylim=(-r, r), aspect="equal",
                   xlabel=f"dim {2 * state['pair']}", ylabel=f"dim {2 * state['pair'] + 1}",
-                  title=f"pair {state['pair']}: θ = {state['theta']:.3g} rad/step")
-        plane.legend(loc="lower left", fontsize=7)
+                  title=f"pair {state['pair']}: θ = {state['theta']:.3g} rad per position,\n"
+                        f"repeats every {state['period']:.3g} positions")
+        plane.axhline(0, color="0.85", lw=0.8, zorder=0)
+        plane.axvline(0, color="0.85", lw=0.8, zorder=0)
+        plane.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
         delta = state["m"] - state["n"]
-        curve.plot(state["offsets"], state["curve"], color="black", label="whole head")
-        curve.plot(state["offsets"], state["pair_curve"], color="tab:green", alpha=0.7,
-                   label=f"pair {state['pair']} alone")
+        lo, hi = int(state["offsets"][0]), int(state["offsets"][-1])
+        curve.axvspan(lo - 0.5, -0.5, color="0.9", zorder=0,
+                      label="m < n: never used (causal)")
+        curve.plot(state["offsets"], state["curve"], color="black", lw=1.6, label="whole head")
+        if self.head_dim > 2:  # with one pair, the pair is the whole head
+            curve.plot(state["offsets"], state["pair_curve"], color="tab:green", lw=1.3,
+                       label=f"pair {state['pair']} alone")
         curve.axvline(delta, color="tab:red", lw=1)
-        curve.plot([delta], [state["score"]], "o", color="tab:red")
-        curve.set(xlabel="offset m − n", ylabel="q·k",
-                  title=f"q·k = {state['score']:.3f} at m − n = {delta}; "
-                        f"pair period {state['period']:.3g}")
-        curve.legend(loc="lower left", fontsize=7)
+        curve.plot([delta], [state["score"]], "o", color="tab:red", label="now: m − n")
+        curve.set(xlim=(lo - 0.5, hi + 0.5), xlabel="offset m − n", ylabel="score q·k",
+                  title=f"the whole head: q·k = {state['score']:.3f} at m − n = {delta}")
+        curve.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)
         return fig
 
     def redraw(self) -> None:
         """Recompute, redraw, and replace the Output widget's content with the new figure."""
+        from IPython.display import Image
+
         self.state = self.compute()
-        fig = self.figure(self.state)
+        png = figure_png(self.figure(self.state))  # a PNG whatever the matplotlib backend
         self.out.outputs = ()
-        self.out.append_display_data(fig)
+        self.out.append_display_data(Image(data=png, format="png"))
         self.redraws += 1
 
-    def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+    def picture(self) -> bytes:
+        return picture_of(self.out, self.sliders, "run the cell to move the sliders")
+
+    def __repr__(self) -> str:
+        return f"RopeExplorer({control_values(self.sliders)})"

@@ -63,16 +63,20 @@ def _count_cases():
 def _count_differences(config):
     """What a count off by each of these amounts has usually left out (or counted twice)."""
     V, C, L, Fd, A = config.vocab_size, config.d_model, config.n_layers, config.d_ff, config.attn_dim
-    return {
-        -V: f"one {V}-wide bias missing: the output head's (it has V = {V} numbers)",
-        -V * C: f"the embedding ({V}×{C}) or the output head's weight left out; they are not shared",
-        -L * (3 * A + C): "the attention biases missing (W_Q, W_K, W_V and W_O each have one)",
-        -L * (Fd + C): "the FFN biases missing (up and down each have one)",
-        -L * 4 * C: "the LayerNorms missing (two per layer, each with γ and β)",
-        -L * 2 * C: "half the LayerNorm numbers missing: each LayerNorm has γ AND β",
-        -L * (C * C + C): "one of the four attention projections missing (Q, K, V and O)",
-        +L * 4 * C: "the LayerNorms counted twice: there are two per layer, not four",
-    }
+    reasons = [
+        (-V, f"one {V}-wide bias missing: the output head's (it has V = {V} numbers)"),
+        (-V * C, f"the embedding ({V}×{C}) or the output head's weight left out; they are not shared"),
+        (-L * (3 * A + C), "the attention biases missing (W_Q, W_K, W_V and W_O each have one)"),
+        (-L * (Fd + C), "the FFN biases missing (up and down each have one)"),
+        (-L * 4 * C, "the LayerNorms missing (two per layer, each with γ and β)"),
+        (-L * 2 * C, "half the LayerNorm numbers missing: each LayerNorm has γ AND β"),
+        (-L * (C * C + C), "one of the four attention projections missing (Q, K, V and O)"),
+        (+L * 4 * C, "the LayerNorms counted twice: there are two per layer, not four"),
+    ]
+    explained: dict[int, str] = {}
+    for amount, why in reasons:  # different slips can cost the same amount: name them all
+        explained[amount] = f"{explained[amount]}, or {why}" if amount in explained else why
+    return explained
 
 
 def _zeros_where_copies_should_be(got, expected):
@@ -154,11 +158,15 @@ def _widen_reference(W, k):
 EXERCISES = {e.name: e for e in [
     Exercise("embed", "01", "an embedding is a table lookup: row id of the table", 1, 5,
              lambda ids, table: F.embedding(ids, table), _embed_cases,
-             "row b of the table is the vector of byte b; index the table with the whole ids tensor"),
+             "row b of the table is the vector of byte b; index the table with the whole ids tensor",
+             options={"hints_by_diagnosis": {
+                 "raised": "indexing table[ids] needs integer ids; one-hot vectors must have the "
+                           "table's dtype: F.one_hot(ids, 256).to(table.dtype) @ table"}}),
     Exercise("count_parameters", "01", "where the 2,648 numbers of the tiny model are", 2, 10,
              lambda config: count_parameters(Transformer(config)), _count_cases,
-             "per layer: W_Q, W_K, W_V, W_O (each C×C + C), the FFN (C×F + F and F×C + C), two "
-             "LayerNorms (γ and β); plus the embedding V×C and the output head C×V + V",
+             "go piece by piece and multiply what one layer holds by n_layers: every nn.Linear has a "
+             "weight (out × in) and a bias (out); every LayerNorm a γ and a β; the embedding and the "
+             "output head are separate tables",
              options={"explain_difference": _count_differences}),
     Exercise("apply_rope", "02", "RoPE rotates neighbouring pairs (x_2i, x_2i+1) by position × θ_i",
              2, 15, apply_rope,

@@ -1,10 +1,14 @@
-"""The RoPE slider widget: moving a slider (setting `.value`) redraws, and the drawn numbers are right."""
+"""The RoPE slider widget: moving a slider (setting `.value`) redraws, and the drawn numbers are right.
+Every view also shows as a picture where widgets cannot run (`minitf.widgets.ShowsPicture`)."""
+import base64
+import io
 import math
 
 import pytest
 import torch
 
-from minitf import RopeExplorer
+from minitf import RopeExplorer, widgets
+from minitf.widgets import WIDGET_VIEW
 
 
 def rotate(pair, angle):
@@ -78,21 +82,92 @@ def test_head_dim_2_has_one_frequency_whatever_the_base():
         assert e.state["theta"] == 1.0 and e.state["period"] == pytest.approx(2 * math.pi)
 
 
-def test_the_figure_has_both_panels_and_becomes_a_png_under_the_inline_backend(explorer):
-    fig = explorer.figure(explorer.state)
-    assert len(fig.axes) == 2
-    from IPython.core.interactiveshell import InteractiveShell
-    from matplotlib_inline.backend_inline import set_matplotlib_formats
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) from a PNG's header."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
-    formatters = InteractiveShell.instance().display_formatter.formatters
-    saved = {mime: dict(f.type_printers) for mime, f in formatters.items()}
-    try:
-        set_matplotlib_formats("png")  # what minitf.notebook.setup() does in a kernel
-        explorer.key_pos.value = 5
-        assert "image/png" in explorer.out.outputs[0]["data"]
-    finally:  # leave the shared IPython formatters as they were for the other tests
-        for mime, printers in saved.items():
-            formatters[mime].type_printers = printers
+
+def test_the_figure_has_both_panels_and_is_drawn_as_a_png_whatever_the_backend(explorer):
+    assert len(explorer.figure(explorer.state).axes) == 2
+    explorer.key_pos.value = 5
+    png = explorer.out.outputs[0]["data"]["image/png"]
+    assert widgets.output_png(explorer.out) == (base64.b64decode(png) if isinstance(png, str) else png)
+
+
+def test_the_display_bundle_holds_the_live_view_a_picture_and_a_short_stable_text(explorer):
+    bundle = explorer._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "image/png", WIDGET_VIEW}
+    assert bundle[WIDGET_VIEW]["model_id"] == explorer.widget.model_id
+    assert bundle["text/plain"] == ("RopeExplorer(query position m = 3 · key position n = 1 · "
+                                    "base = 10,000 · pair i = 0)")  # nbval compares it: no ids
+    picture = base64.b64decode(bundle["image/png"])
+    plot = widgets.output_png(explorer.out)
+    (w, h), (pw, ph) = png_size(picture), png_size(plot)
+    assert w == pw and h > ph  # the plot, pixel for pixel, under a caption band
+    explorer.base.value = 100.0
+    assert "base = 100" in explorer._repr_mimebundle_()["text/plain"]
+    assert explorer._repr_mimebundle_()["image/png"] != bundle["image/png"]  # the picture follows
+
+
+def test_the_picture_is_the_plot_under_the_controls_values():
+    from matplotlib.image import imread
+
+    plot = widgets.figure_png(_red_figure())
+    picture = widgets.captioned(plot, "a = 1\nb = 2")
+    image, original = imread(io.BytesIO(picture)), imread(io.BytesIO(plot))
+    band = image.shape[0] - original.shape[0]
+    assert band > 20  # two lines of text
+    assert (image[band:, :, :3] == original[:, :, :3]).all()  # the plot untouched below the band
+    assert png_size(widgets.captioned(None, "no plot yet"))[1] < 40  # the caption alone
+
+
+def _red_figure():
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(2, 1), dpi=50)
+    fig.patch.set_color("red")
+    return fig
+
+
+def test_control_values_read_as_on_screen():
+    import ipywidgets as W
+
+    controls = [W.IntSlider(value=3, description="layer"),
+                W.Dropdown(options=[("copy: ab", 0), ("shift: ab", 1)], value=1, description="example"),
+                W.FloatLogSlider(value=10000.0, description="base"), W.FloatSlider(value=0.25, description="T"),
+                W.Checkbox(value=True, description="switch off"), W.Text(value="Hi", description="input")]
+    assert widgets.control_values(controls) == ("layer = 3 · example = shift: ab · base = 10,000 · "
+                                                "T = 0.25 · switch off = yes · input = Hi")
+
+
+def test_any_widget_can_show_a_picture():
+    """The mixin needs only `.widget`, `picture()` and `__repr__` (e.g. an anywidget view)."""
+    import ipywidgets as W
+
+    class Counter(widgets.ShowsPicture):
+        def __init__(self):
+            self.widget = W.IntText(value=7)
+
+        def picture(self):
+            return widgets.captioned(None, f"count = {self.widget.value}")
+
+        def __repr__(self):
+            return f"Counter({self.widget.value})"
+
+    c = Counter()
+    bundle = c._repr_mimebundle_(include=None, exclude=None)
+    assert bundle["text/plain"] == "Counter(7)" and bundle[WIDGET_VIEW]["model_id"] == c.widget.model_id
+    c.widget.close()  # a closed widget has no view left: the picture and the text remain
+    assert set(c._repr_mimebundle_()) == {"text/plain", "image/png"}
+
+
+def test_ipython_displays_the_bundle(explorer):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    data, _ = InteractiveShell.instance().display_formatter.format(explorer)
+    assert {"text/plain", "image/png", WIDGET_VIEW} <= set(data)
+    assert data["text/plain"].startswith("RopeExplorer(")
 
 
 def test_odd_head_dim_is_refused():

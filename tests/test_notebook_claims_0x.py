@@ -1,0 +1,140 @@
+"""What notebooks 00–02 say in words, checked here where an assert in the notebook would teach
+nothing: the course map's reading times, the "Common bug" call-outs, the RoPE facts the text quotes."""
+import json
+import math
+import re
+
+import pytest
+import torch
+
+import minitf
+from conftest import ROOT
+from minitf import Config, MultiHeadAttention, apply_rope, rope_angles, rope_frequencies
+from minitf.train import make_optimizer
+from minitf.workbook import EXERCISES
+
+
+def cells(name):
+    return json.loads((ROOT / "notebooks" / name).read_text())["cells"]
+
+
+def source(name):
+    return "\n".join("".join(c["source"]) for c in cells(name))
+
+
+# --- 00: the course map -------------------------------------------------------------------------
+
+def reading_minutes(path):
+    """A rough reading time: 200 words of text and 15 lines of code a minute, plus the exercises."""
+    nb = json.loads(path.read_text())
+    words = sum(len("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
+    lines = sum(len("".join(c["source"]).splitlines()) for c in nb["cells"] if c["cell_type"] == "code")
+    number = path.name[:2]
+    exercises = sum(e.minutes for e in EXERCISES.values() if e.notebook == number)
+    return words / 200 + lines / 15 + exercises
+
+
+def test_the_course_map_lists_every_notebook_with_a_plausible_reading_time():
+    rows = re.findall(r"^\| (\d\d) · [^|]+\|[^|]*\|[^|]*\| (\d+) min \|$", source("00_setup_check.ipynb"),
+                      re.MULTILINE)
+    stated = {number: int(minutes) for number, minutes in rows}
+    assert sorted(stated) == [f"{i:02d}" for i in range(9)]
+    for path in sorted((ROOT / "notebooks").glob("0[0-8]_*.ipynb")):
+        estimate = reading_minutes(path)
+        assert abs(stated[path.name[:2]] - estimate) <= max(10, 0.5 * estimate), \
+            f"{path.name}: the map says {stated[path.name[:2]]} min, an estimate gives {estimate:.0f}"
+
+
+def test_the_map_names_each_notebooks_exercises():
+    text = source("00_setup_check.ipynb")
+    for name, ex in EXERCISES.items():
+        row = next(l for l in text.splitlines() if l.startswith(f"| {ex.notebook} ·"))
+        assert f"`{name}`" in row, (name, row)
+
+
+# --- 01: the seed documents' parameter count ----------------------------------------------------
+
+def test_the_seed_documents_count_is_256_too_many_and_their_breakdown_forgets_the_head_bias():
+    model = minitf.Transformer(Config())
+    table = dict((name, n) for name, _, n in minitf.parameter_table(model))
+    per_layer = sum(n for name, n in table.items() if name.startswith("blocks.0."))
+    assert per_layer == 172 and 2904 - minitf.count_parameters(model) == 256 == Config().vocab_size
+    head_weight_only = table["head.weight"]
+    assert head_weight_only == 4 * 256 == 1024
+    assert table["embed.weight"] + head_weight_only + 2 * per_layer == 2392
+
+
+def test_unread_embedding_rows_only_feel_weight_decay():
+    model = minitf.Transformer(Config())
+    groups = make_optimizer(model, lr=1e-3).param_groups
+    decayed = [p for g in groups if g["weight_decay"] > 0 for p in g["params"]]
+    assert any(p is model.embed.weight for p in decayed)
+
+
+# --- 02: RoPE -----------------------------------------------------------------------------------
+
+def seed_frequencies(d_model, head_dim, base=10000.0):
+    """The seed documents' formula: the exponent over d_model instead of head_dim (a Common bug)."""
+    return base ** (-2 * torch.arange(head_dim // 2, dtype=torch.float64) / d_model)
+
+
+def test_the_d_model_exponent_bug_as_the_call_out_states_it():
+    standard = rope_frequencies(4, dtype=torch.float64)[0]
+    assert torch.allclose(standard, torch.tensor([1.0, 0.01], dtype=torch.float64))
+    assert torch.allclose(seed_frequencies(8, 4), torch.tensor([1.0, 0.1], dtype=torch.float64))
+    assert round(seed_frequencies(16, 4)[1].item(), 3) == 0.316
+    assert torch.equal(seed_frequencies(4, 2), rope_frequencies(2, dtype=torch.float64)[0])  # tiny model
+
+
+def test_rotating_v_makes_attention_depend_on_absolute_positions():
+    x = torch.rand(1, 6, 4, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    for rope_on_v in (False, True):
+        torch.manual_seed(0)
+        attn = MultiHeadAttention(Config(rope_on_v=rope_on_v)).double()
+        outs = []
+        for start in (0, 7):
+            cos, sin = rope_angles(attn.inv_freq, 6, offset=start)
+            outs.append(attn(x, cos, sin)[0])
+        change = (outs[0] - outs[1]).abs().max().item()
+        assert (change < 1e-12) if not rope_on_v else (change > 1e-2)
+
+
+def test_the_numbers_quoted_in_02():
+    assert round(2 * math.pi / 0.001) == 6283                       # pair 3's period at base 10,000
+    assert abs(44 - 7 * 2 * math.pi - 0.018) < 0.001                # Δ + 44 = 7·2π + 0.018
+    assert round(2 * math.pi - 6, 2) == 0.28                        # Δ + 6: 0.28 rad apart
+    assert round(math.acos(0.6), 3) == 0.927 and round(math.cos(2 - math.acos(0.6)), 3) == 0.478
+    assert round(math.cos(2 + math.acos(0.6)), 3) == -0.977
+    # "at what base does pair 3 repeat within 32 positions?" has an answer the slider reaches
+    base = (2 * math.pi / 32) ** (-8 / 6)
+    explorer = minitf.RopeExplorer(head_dim=8)
+    assert explorer.base.min < math.log10(base) < math.log10(10)
+    pe = minitf.sinusoidal_table(16, 4).double()
+    assert torch.allclose(pe.norm(dim=-1), torch.full((16,), math.sqrt(2), dtype=torch.float64), atol=1e-6)
+
+
+def test_the_explorer_draws_the_angle_whose_cosine_gives_the_pairs_score():
+    q = torch.tensor([1.0, 0.0, 0.5, -0.5], dtype=torch.float64)
+    k = torch.tensor([0.6, 0.8, 0.1, 0.9], dtype=torch.float64)
+    e = minitf.RopeExplorer(q, k, head_dim=4, m=3, n=1)
+    for pair in (0, 1):
+        e.pair.value = pair
+        s = e.state
+        assert -math.pi < s["angle"] <= math.pi
+        assert s["pair_score"] == pytest.approx(
+            float(s["q_rot"].norm() * s["k_rot"].norm()) * math.cos(s["angle"]), abs=1e-12)
+        assert torch.allclose(s["q_rot"].norm(), s["q_pair"].norm(), atol=1e-12)  # turning keeps length
+    e.pair.value = 0
+    assert e.state["angle"] == pytest.approx(2 - math.acos(0.6), abs=1e-12)  # the worked example
+
+
+def test_the_explorer_figure_keeps_its_legends_off_the_data_and_shades_negative_offsets():
+    e = minitf.RopeExplorer(head_dim=8)
+    fig = e.figure(e.state)
+    plane, curve = fig.axes
+    for ax in (plane, curve):
+        legend = ax.get_legend()
+        assert legend is not None and legend.get_bbox_to_anchor().y0 < ax.get_window_extent().y0
+        assert min(t.get_fontsize() for t in legend.get_texts()) >= 9
+    assert any(p.get_x() < 0 for p in curve.patches)  # the shaded span of negative offsets
+    assert any(type(p).__name__ == "Arc" for p in plane.patches)
