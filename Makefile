@@ -24,9 +24,9 @@ test-notebooks: $(STAMP)
 	$(PY) -m pytest --nbval notebooks
 
 .PHONY: test-browser
-test-browser: $(STAMP)  ## JupyterLab in headless Chromium: the RoPE sliders render and redraw the plot
+test-browser: $(STAMP)  ## every notebook in JupyterLab in headless Chromium: stored outputs and widget pictures, run all, use each widget
 	bash tests/browser/install.sh $(PY)
-	$(PY) tests/browser/check_rope_sliders.py notebooks/02_rope.ipynb
+	$(PY) tests/browser/check_notebooks.py
 
 data: $(STAMP)  ## regenerate data/train.txt and data/val.txt (the documented command)
 	$(PY) -m minitf data make --task shift --n 450 --seed 0 --out data/train.txt --force

@@ -23,6 +23,6 @@ from .widgets import RopeExplorer
 from .heads import ablate_heads
 from .workbook import exercise
 
-from . import notebook, origami, parts, solutions, workbook
+from . import baselines, heatmaps, notebook, origami, parts, solutions, workbook
 
 __version__ = "0.1.0"

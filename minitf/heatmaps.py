@@ -15,6 +15,7 @@ import torch
 
 from .data import Pair, sequence
 from .tokens import show, to_bytes
+from .widgets import ShowsPicture, control_values, picture_of
 
 
 def byte_labels(ids) -> list[str]:
@@ -75,19 +76,46 @@ def head_scores(model, pairs: list[Pair], task: str) -> torch.Tensor:
     return hits / total
 
 
-def draw_head(ax, weights: torch.Tensor, labels: list[str], title: str = "") -> None:
-    """One head's (T, T) weights on `ax`: rows are the attending positions, columns the attended."""
+LABEL_PX = 9.5  # the smallest tick label, in pixels at the notebooks' 110 dpi
+
+
+def label_size(panel_inches: float, n_labels: int, dpi: float = 110.0) -> float:
+    """A font size in points that fits n_labels ticks on a panel, but never below LABEL_PX pixels."""
+    room = panel_inches * 72 / n_labels  # points per tick
+    return max(LABEL_PX * 72 / dpi, min(10.0, 0.8 * room))
+
+
+def draw_head(ax, weights: torch.Tensor, labels: list[str], title: str = "", fontsize: float = 9.0,
+              x_labels: bool = True, y_labels: bool = True):
+    """One head's (T, T) weights on `ax` (0 = dark, 1 = yellow): rows attend, columns are attended.
+    Returns the image, for a colorbar."""
     T = len(labels)
-    ax.imshow(weights.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-    ax.set_xticks(range(T), labels, fontsize=7, family="monospace")
-    ax.set_yticks(range(T), labels, fontsize=7, family="monospace")
+    image = ax.imshow(weights.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+    # inner panels of a grid get no ticks at all: hundreds of empty tick labels cost drawing time
+    if x_labels:
+        ax.set_xticks(range(T), labels, fontsize=fontsize, family="monospace")
+    else:
+        ax.set_xticks([])
+    if y_labels:
+        ax.set_yticks(range(T), labels, fontsize=fontsize, family="monospace")
+    else:
+        ax.set_yticks([])
     ax.tick_params(length=0, pad=1)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=10)
+    return image
+
+
+def mark_sources(ax, task: str, n_input: int, n_output: int) -> None:
+    """Red rings where a head doing `task` should look: column source_position(task, n, k) of row n+k."""
+    rows = range(min(n_input, n_output))
+    ax.scatter([source_position(task, n_input, k) for k in rows], [n_input + k for k in rows],
+               s=160, facecolors="none", edgecolors="red", linewidths=1.5, label="expected source byte")
 
 
 def plot_attention(weights: list[torch.Tensor], labels: list[str], layers=None, heads=None,
-                   size: float = 2.6):
-    """A grid of heatmaps, one row per layer and one column per head; returns a matplotlib Figure.
+                   size: float = 2.6, colorbar: bool = True, title: str = ""):
+    """A grid of heatmaps, one row per layer and one column per head, with one shared colorbar;
+    returns a matplotlib Figure. Byte labels on the left column and the bottom row only.
 
     A bare Figure (not pyplot) so it can be drawn into a widget without touching global state.
     """
@@ -95,48 +123,106 @@ def plot_attention(weights: list[torch.Tensor], labels: list[str], layers=None, 
 
     layers = list(range(len(weights))) if layers is None else list(layers)
     heads = list(range(weights[0].size(0))) if heads is None else list(heads)
-    width, height = size * len(heads) + 0.5, size * len(layers) + 0.7
+    bar = 0.9 if colorbar else 0.0
+    fontsize = label_size(size, len(labels))
+    label_room = 0.12 + fontsize / 72 * 1.2  # one monospace glyph and its padding
+    top = 0.75 if title else 0.4
+    width = size * len(heads) + 0.3 + label_room + bar
+    height = size * len(layers) + 0.35 + top + label_room
     fig = Figure(figsize=(width, height))
     # fixed margins in inches: a layout engine would redo the layout on every draw, 2-3× slower
-    fig.subplots_adjust(left=0.55 / width, right=1 - 0.1 / width, bottom=0.5 / height,
-                        top=1 - 0.6 / height, wspace=0.25, hspace=0.3)
+    fig.subplots_adjust(left=(0.3 + label_room) / width, right=1 - (0.1 + bar) / width,
+                        bottom=(0.35 + label_room) / height, top=1 - top / height,
+                        wspace=0.08, hspace=0.25)
+    if title:
+        fig.suptitle(title, fontsize=11, y=1 - 0.12 / height, va="top")
     axes = fig.subplots(len(layers), len(heads), squeeze=False)
     for r, layer in enumerate(layers):
         for c, head in enumerate(heads):
-            draw_head(axes[r][c], weights[layer][head], labels, f"layer {layer} · head {head}")
-    fig.supylabel("attending position (row t predicts byte t+1)", fontsize=9, x=0.1 / width)
+            image = draw_head(axes[r][c], weights[layer][head], labels, f"layer {layer} · head {head}",
+                              fontsize, x_labels=r == len(layers) - 1, y_labels=c == 0)
+    if colorbar:
+        cax = fig.add_axes([1 - (bar - 0.15) / width, (0.35 + label_room) / height, 0.15 / width,
+                            1 - (0.35 + top + label_room) / height])
+        fig.colorbar(image, cax=cax).set_label("attention weight (each row sums to 1)", fontsize=9)
+    fig.supylabel("attending position (row t predicts byte t+1)", fontsize=9, x=0.12 / width)
     fig.supxlabel("attended position", fontsize=9, y=0.08 / height)
     return fig
 
 
-class AttentionSelector:
-    """Pick an example, a layer and a head; the heatmap is redrawn into an Output widget.
+def plot_heads(panels: list[tuple[str, torch.Tensor]], labels: list[str], size: float = 4.6):
+    """Heads side by side on the same byte labels, one shared colorbar: panels are (title, (T, T)).
+    For comparing one head across models (or before and after a change)."""
+    from matplotlib.figure import Figure
+
+    fontsize = label_size(size, len(labels))
+    label_room = 0.12 + fontsize / 72 * 1.2
+    width, height = size * len(panels) + 0.6 + label_room + 0.9, size + 0.75 + label_room
+    fig = Figure(figsize=(width, height))
+    fig.subplots_adjust(left=(0.3 + label_room) / width, right=1 - 1.0 / width,
+                        bottom=(0.35 + label_room) / height, top=1 - 0.4 / height, wspace=0.12)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for c, (title, weights) in enumerate(panels):
+        image = draw_head(axes[c], weights, labels, title, fontsize, y_labels=c == 0)
+    cax = fig.add_axes([1 - 0.75 / width, (0.35 + label_room) / height, 0.15 / width,
+                        1 - (0.75 + label_room) / height])
+    fig.colorbar(image, cax=cax).set_label("attention weight (each row sums to 1)", fontsize=9)
+    fig.supylabel("attending position (row t predicts byte t+1)", fontsize=9, x=0.12 / width)
+    fig.supxlabel("attended position", fontsize=9, y=0.08 / height)
+    return fig
+
+
+def option_label(name: str, pair) -> str:
+    """A dropdown entry: the task and the pair in full (TAB and EOS never appear inside a pair)."""
+    return f"{name}: {show(pair[0])} → {show(pair[1])}"
+
+
+class AttentionSelector(ShowsPicture):
+    """Pick an example (or type an input), a layer and a head; switch heads off; the heatmap and the
+    model's generated output are redrawn.
 
     examples: (name, model, pair) triples, so one selector can compare models trained on different
-    tasks. Drawing from the kernel side (out.append_display_data) keeps widget callbacks from
-    printing into the notebook cell, and lets a test set `.example.value` etc. and look at
-    `.out.outputs`.
+    tasks; when `name` is a task of minitf.TASKS, the output is checked and the expected source bytes
+    are ringed. Typing in `text` replaces the example's input. The model reads `input TAB output`
+    where output is what the model itself generates, so switching a head off (the `switch_off`
+    checkbox adds the head on show to `off`, minitf.ablate_heads) changes both the output and the
+    attention of the later layers. Drawing from the kernel side (out.append_display_data) keeps widget
+    callbacks from printing into the notebook cell, and lets a test set `.example.value` etc. and look
+    at `.out.outputs` and `.state`.
     """
 
-    def __init__(self, examples, example: int = 0, layer: int = 0, head: int = 0, size: float = 4.0):
+    def __init__(self, examples, example: int = 0, layer: int = 0, head: int = 0, size: float = 6.0,
+                 off=()):
         import ipywidgets as w
 
         self.examples, self.size = list(examples), size
         if not self.examples:
             raise ValueError("AttentionSelector needs at least one (name, model, pair) example")
-        options = [(f"{name}: {show(pair[0])} → {show(pair[1])}", i)
-                   for i, (name, _, pair) in enumerate(self.examples)]
-        self.example = w.Dropdown(options=options, value=example, description="example")
+        options = [(option_label(name, pair), i) for i, (name, _, pair) in enumerate(self.examples)]
+        wide = w.Layout(width="auto")
+        self.example = w.Dropdown(options=options, value=example, description="example", layout=wide)
+        self.text = w.Text(value=_text(self.examples[example][2][0]), description="input",
+                           continuous_update=False)
         self.layer = w.IntSlider(value=0, min=0, max=0, description="layer")
         self.head = w.IntSlider(value=0, min=0, max=0, description="head")
+        self.switch_off = w.Checkbox(value=False, description="switch off this head", indent=False)
+        self.switch_off.add_class("mtf-ablate")
+        self.output = w.HTML()
         self.out = w.Output()
+        self.off: set[tuple[int, int]] = set(off)
         self.drawn = None  # (example, layer, head) of the picture on show
+        self.state: dict = {}
+        self._settling = False
         self._fit_sliders()
         self.layer.value, self.head.value = layer, head  # before observing: one drawing, not three
-        self.example.observe(lambda change: (self._fit_sliders(), self.redraw()), names="value")
+        self.switch_off.value = (layer, head) in self.off
+        self.example.observe(self._on_example, names="value")
         for control in (self.layer, self.head):
-            control.observe(lambda change: self.redraw(), names="value")
-        self.widget = w.VBox([w.HBox([self.example, self.layer, self.head]), self.out])
+            control.observe(self._on_head, names="value")
+        self.text.observe(lambda change: self._settling or self.redraw(), names="value")
+        self.switch_off.observe(self._on_switch, names="value")
+        self.widget = w.VBox([self.example, w.HBox([self.text, self.layer, self.head, self.switch_off]),
+                              self.output, self.out])
         self.redraw()
 
     def _fit_sliders(self) -> None:
@@ -144,21 +230,95 @@ class AttentionSelector:
         config = self.examples[self.example.value][1].config
         self.layer.max, self.head.max = config.n_layers - 1, config.n_heads - 1
 
+    def _settle(self, fit: bool = False, **values) -> None:
+        """Set controls to follow another one without their observers redrawing in between."""
+        self._settling = True
+        if fit:
+            self._fit_sliders()  # may clip the layer and head sliders
+        for control, value in values.items():
+            getattr(self, control).value = value
+        self._settling = False
+
+    def _on_example(self, change) -> None:
+        self.off.clear()  # switched-off heads belong to the model they were switched off in
+        self._settle(fit=True, text=_text(self.examples[self.example.value][2][0]), switch_off=False)
+        self.redraw()
+
+    def _on_head(self, change) -> None:
+        if not self._settling:
+            self._settle(switch_off=(self.layer.value, self.head.value) in self.off)
+            self.redraw()
+
+    def _on_switch(self, change) -> None:
+        if not self._settling:
+            (self.off.add if change["new"] else self.off.discard)((self.layer.value, self.head.value))
+            self.redraw()
+
+    def compute(self) -> dict:
+        """The example, the (possibly ablated) model's output for the input, and its attention."""
+        from .generate import generate
+        from .heads import ablate_heads
+        from .data import TASKS
+
+        name, model, pair = self.examples[self.example.value]
+        text = to_bytes(self.text.value)
+        if self.off:
+            model = ablate_heads(model, sorted(self.off))
+        output = generate(model, text) if text else b""
+        weights, labels = attention_weights(model, (text, output)) if text else ([], [])
+        right = TASKS[name](text) if name in TASKS else None
+        return {"name": name, "input": text, "output": output, "right": right, "off": sorted(self.off),
+                "weights": weights, "labels": labels}
+
     def redraw(self) -> None:
         from IPython.display import Image
 
-        _, model, pair = self.examples[self.example.value]
-        weights, labels = attention_weights(model, pair)
-        fig = plot_attention(weights, labels, [self.layer.value], [self.head.value], self.size)
-        png = io.BytesIO()
-        fig.savefig(png, format="png")  # a PNG whatever the matplotlib backend (also in tests)
+        self.state = s = self.compute()
+        verdict = "" if s["right"] is None else (" ✓" if s["output"] == s["right"] else
+                                                 f" ✗ (right: {_html(show(s['right']))})")
+        off = ", ".join(f"layer {l} · head {h}" for l, h in s["off"]) or "none"
+        self.output.value = (f"<code>{_html(show(s['input']))} ⇥ → {_html(show(s['output']))}</code>"
+                             f"{verdict} &nbsp; switched off: {off}")
         self.out.outputs = ()
-        self.out.append_display_data(Image(data=png.getvalue(), format="png"))
+        if s["input"]:
+            layer, head = self.layer.value, self.head.value
+            title = (f"{show(s['input'])} ⇥ → {show(s['output'])}{_plain(verdict)}"
+                     + (f"   (switched off: {off})" if s["off"] else ""))
+            fig = plot_attention(s["weights"], s["labels"], [layer], [head], self.size, title=title)
+            ax = fig.axes[0]
+            if (layer, head) in self.off:
+                ax.set_title(f"layer {layer} · head {head} (switched off: its output is not used)",
+                             fontsize=10)
+            if s["name"] in ("copy", "shift", "reverse"):
+                mark_sources(ax, s["name"], len(s["input"]), len(s["output"]))
+                ax.legend(loc="upper right", fontsize=9)
+            png = io.BytesIO()
+            fig.savefig(png, format="png")  # a PNG whatever the matplotlib backend (also in tests)
+            self.out.append_display_data(Image(data=png.getvalue(), format="png"))
         self.drawn = (self.example.value, self.layer.value, self.head.value)
 
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+    # how it shows: the live widget, and a picture where widgets cannot run (minitf.widgets)
+    def _controls(self):
+        return (self.example, self.text, self.layer, self.head, self.switch_off)
+
+    def picture(self) -> bytes:
+        return picture_of(self.out, self._controls(), "run the cell to pick another head")
+
+    def __repr__(self) -> str:
+        return f"AttentionSelector({control_values(self._controls())})"
+
+
+def _text(data) -> str:
+    """Bytes as the text box shows them (the examples' inputs are printable ASCII)."""
+    return to_bytes(data).decode("utf-8", "replace")
+
+
+def _plain(html: str) -> str:
+    return html.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def to_bertviz(weights: list[torch.Tensor]) -> list[torch.Tensor]:

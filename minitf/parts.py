@@ -171,6 +171,9 @@ class PartsCheck:
     def ok(self) -> bool:
         return not self.broken and self.max_diff <= self.tolerance
 
+    def __repr__(self):  # a notebook cell ending in check(...) shows the sentence, not the fields
+        return str(self)
+
     def __str__(self):
         if self.ok:
             return f"✓ your model computes minitf's logits (every one within {self.tolerance:.0e})"

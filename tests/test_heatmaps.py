@@ -20,7 +20,7 @@ def test_attention_weights_are_the_models_own_for_the_sequence_it_reads():
     model = small_model()
     pair = minitf.Pair(b"abc", b"bcd")
     weights, labels = heatmaps.attention_weights(model, pair)
-    assert labels == ["a", "b", "c", "→", "b", "c", "d"]  # EOS is predicted, never read
+    assert labels == ["a", "b", "c", "⇥", "b", "c", "d"]  # EOS is predicted, never read
     ids = torch.tensor([minitf.sequence(pair)[:-1]])
     _, expected = model(ids, return_attention=True)
     assert len(weights) == 2
@@ -88,18 +88,32 @@ def test_head_scores_is_a_fraction_per_layer_and_head():
     assert scores[1, 0].item() == pytest.approx(manual.item() / total)
 
 
-def test_plot_attention_draws_one_panel_per_layer_and_head_with_byte_labels():
+def test_plot_attention_draws_one_panel_per_layer_and_head_with_byte_labels_and_a_colorbar():
     model = small_model()
     weights, labels = heatmaps.attention_weights(model, (b"ab", b"bc"))
     fig = heatmaps.plot_attention(weights, labels)
-    assert len(fig.axes) == 4
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "⇥", "b", "c"]
-    assert ax.get_title() == "layer 0 · head 0"
+    *panels, colorbar = fig.axes
+    assert len(panels) == 4 and colorbar.get_ylabel().startswith("attention weight")
+    assert colorbar.get_ylim() == (0.0, 1.0)
+    ticks = lambda axis: [t.get_text() for t in axis]
+    assert ticks(panels[2].get_xticklabels()) == ["a", "b", "⇥", "b", "c"]  # bottom row
+    assert ticks(panels[0].get_yticklabels()) == ["a", "b", "⇥", "b", "c"]  # left column
+    assert not ticks(panels[1].get_yticklabels()) and not ticks(panels[0].get_xticklabels())
+    assert panels[0].get_title() == "layer 0 · head 0"
     fig = heatmaps.plot_attention(weights, labels, layers=[1], heads=[0])
-    assert len(fig.axes) == 1 and fig.axes[0].get_title() == "layer 1 · head 0"
+    assert len(fig.axes) == 2 and fig.axes[0].get_title() == "layer 1 · head 0"
     torch.testing.assert_close(torch.tensor(fig.axes[0].images[0].get_array().data),
                                weights[1][0].double(), check_dtype=False)
+
+
+@pytest.mark.parametrize("size,n_labels", [(2.0, 18), (2.0, 30), (7.0, 25)])
+def test_byte_labels_are_at_least_9_px(size, n_labels):
+    weights = [torch.full((2, n_labels, n_labels), 1 / n_labels)]
+    fig = heatmaps.plot_attention(weights, ["a"] * n_labels, size=size)
+    dpi = minitf.notebook.FIGURE_DPI
+    for ax in fig.axes[:-1]:
+        for t in ax.get_xticklabels() + ax.get_yticklabels():
+            assert t.get_fontsize() * dpi / 72 >= 9
 
 
 def test_selector_redraws_when_a_control_changes():
@@ -130,6 +144,31 @@ def test_selector_starts_where_asked_with_one_drawing():
     sel = heatmaps.AttentionSelector([("a", model, (b"ab", b"bc")), ("b", model, (b"xyz", b"yz{"))],
                                      example=1, layer=1, head=1)
     assert sel.drawn == (1, 1, 1) and len(sel.out.outputs) == 1
+
+
+def test_selector_takes_typed_input_and_switches_heads_off():
+    model = small_model()
+    sel = heatmaps.AttentionSelector([("shift", model, (b"ab", b"bc"))], layer=1, head=0)
+    assert sel.state["input"] == b"ab" and sel.state["output"] == minitf.generate(model, b"ab")
+    assert sel.state["right"] == b"bc" and sel.text.value == "ab"
+    sel.text.value = "hello"
+    assert sel.state["input"] == b"hello" and sel.state["labels"][:6] == list("hello") + ["⇥"]
+    before = sel.state
+    assert "mtf-ablate" in sel.switch_off._dom_classes
+    sel.switch_off.value = True
+    assert sel.off == {(1, 0)} and sel.state["off"] == [(1, 0)]
+    ablated = minitf.ablate_heads(model, [(1, 0)])
+    assert sel.state["output"] == minitf.generate(ablated, b"hello")
+    expected, _ = heatmaps.attention_weights(ablated, (b"hello", sel.state["output"]))
+    torch.testing.assert_close(sel.state["weights"][1], expected[1])
+    assert "switched off" in sel.output.value and sel.drawn == (0, 1, 0)
+    sel.head.value = 1  # another head: the checkbox shows that one's state, the first stays off
+    assert sel.switch_off.value is False and sel.off == {(1, 0)}
+    sel.head.value = 0
+    assert sel.switch_off.value is True
+    sel.switch_off.value = False
+    assert sel.off == set()
+    torch.testing.assert_close(sel.state["weights"][1], before["weights"][1])
 
 
 def test_selector_needs_examples():
