@@ -227,8 +227,9 @@ EXERCISES = {e.name: e for e in [
                  "results_swapped": "return (ids, targets), in this order"}}),
     Exercise("ablate_head", "06", "switch one head off to measure what it does", 2, 10,
              _ablate_reference, _ablate_cases,
-             "a head's output reaches the model only through W_O: zero the head_dim columns of "
-             "blocks[layer].attn.out.weight that read it; change a copy, not the model you were given",
+             "the check compares the logits of your model and minitf's on 'Hello⇥Ifmmp'. A head's "
+             "output reaches the model only through W_O, whose weight is (out, in): zero the head_dim "
+             "COLUMNS (second index) that read the head, in a copy of the model",
              outcome=_ablated_logits),
     Exercise("widen_weight", "07", "Origami: a weight that computes the same thing on copied inputs",
              2, 10, _widen_reference, _widen_cases,
