@@ -39,6 +39,8 @@ class Config:
     rope_base: float = 10000.0
     rope_on_v: bool = False
     causal: bool = True  # False reproduces seed 002's bug: each position sees the byte it must predict
+    residual: bool = True  # False (an ablation): h = f(h) instead of h + f(h), in either layout
+    ffn: bool = True  # False (an ablation): blocks of attention only, no FFN sub-layer and no norm2
     dropout: float | None = None  # None: seed_dropout(d_model)
     max_len: int = 128
 

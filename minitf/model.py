@@ -18,26 +18,40 @@ class Block(nn.Module):
     every sub-layer. pre-norm (GPT-2, LLaMA): h = h + f(LN(h)); the residual stream is left alone,
     so gradients reach early layers without passing through a norm, and a new layer whose output
     projections are zero is an exact identity (notebook 04 measures both layouts through depth).
+
+    Two ablations switch parts off (bench/ablation.py measures what each buys):
+    `residual=False` replaces h + f(…) by f(…) (post: h = LN(f(h)); pre: h = f(LN(h))), and
+    `ffn=False` leaves out the FFN sub-layer with its norm.
     """
 
     def __init__(self, config: Config):
         super().__init__()
         self.pre_norm = config.norm_position == "pre"
+        self.residual = config.residual
         self.norm1 = make_norm(config.norm, config.d_model, config.norm_eps)
         self.attn = MultiHeadAttention(config)
-        self.norm2 = make_norm(config.norm, config.d_model, config.norm_eps)
-        self.ffn = FeedForward(config)
+        if config.ffn:
+            self.norm2 = make_norm(config.norm, config.d_model, config.norm_eps)
+            self.ffn = FeedForward(config)
+        else:
+            self.norm2 = self.ffn = None
         self.drop = nn.Dropout(config.dropout_p)  # on each sub-layer's output, before the residual
+
+    def add(self, h, f_out):
+        """The residual connection: h + f(…), or only f(…) when it is ablated."""
+        return h + self.drop(f_out) if self.residual else self.drop(f_out)
 
     def forward(self, h, rope_cos=None, rope_sin=None, need_weights: bool = False):
         if self.pre_norm:
             a, weights = self.attn(self.norm1(h), rope_cos, rope_sin, need_weights)
-            h = h + self.drop(a)
-            h = h + self.drop(self.ffn(self.norm2(h)))
+            h = self.add(h, a)
+            if self.ffn is not None:
+                h = self.add(h, self.ffn(self.norm2(h)))
         else:
             a, weights = self.attn(h, rope_cos, rope_sin, need_weights)
-            h = self.norm1(h + self.drop(a))
-            h = self.norm2(h + self.drop(self.ffn(h)))
+            h = self.norm1(self.add(h, a))
+            if self.ffn is not None:
+                h = self.norm2(self.add(h, self.ffn(h)))
         return h, weights
 
 

@@ -190,8 +190,9 @@ EXERCISES = {e.name: e for e in [
                  "dtype": "build it from a comparison (j > i gives bools) or pass dtype=torch.bool"}}),
     Exercise("attention", "03", "scaled dot-product attention, with the mask, returning its weights",
              3, 20, attention, _attention_cases,
-             "scores = q·kᵀ/√head_dim, hidden entries set to −inf before a softmax over the keys "
-             "(the last dimension); output = weights @ v", result_names=("output", "weights"),
+             "scores = q·kᵀ/√head_dim, the entries the mask marks True set to −inf before a softmax "
+             "over the keys (the last dimension); mask may be None: then nothing is hidden; "
+             "output = weights @ v", result_names=("output", "weights"),
              options={"factors": lambda q, k, v, mask: {"√head_dim": q.size(-1) ** 0.5,
                                                         "1/√head_dim": q.size(-1) ** -0.5},
                       "hints_by_diagnosis": {
@@ -200,7 +201,9 @@ EXERCISES = {e.name: e for e in [
                  "rows_not_summing_to_1": "mask with −inf BEFORE the softmax, so the softmax itself "
                                           "makes each row sum to 1",
                  "future_leak": "use the mask: scores.masked_fill(mask, float('-inf'))",
-                 "results_swapped": "return (output, weights), in this order"}}),
+                 "results_swapped": "return (output, weights), in this order",
+                 "not_finite": "a row whose every entry is hidden gives NaN (softmax of all −inf): use "
+                               "the mask you are given; position i always sees itself"}}),
     Exercise("layer_norm", "04", "LayerNorm: centre, scale to unit variance, then γ and β", 2, 10,
              lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps), lambda: _norm_cases(True),
              "mean and variance over the last dimension with keepdim=True; the variance is biased "

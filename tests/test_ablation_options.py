@@ -1,0 +1,114 @@
+"""The ablation switches `Config(residual=..., ffn=...)`: what they remove, and that the defaults
+are untouched (same parameters, same names, the shipped checkpoints load and compute the same)."""
+import itertools
+
+import pytest
+import torch
+
+import minitf
+from conftest import ROOT
+from minitf import Config, Transformer
+
+FFN_PER_LAYER = 4 * 8 + 8 + 8 * 4 + 4 + 2 * 4  # up, down and norm2 of the tiny model: 84
+
+
+def test_defaults_keep_the_tiny_model():
+    c = Config()
+    assert c.residual and c.ffn
+    model = Transformer(c)
+    assert minitf.count_parameters(model) == 2648
+    assert Config.from_dict(c.to_dict()) == c
+
+
+def test_without_ffn_the_block_has_no_ffn_parameters():
+    model = Transformer(Config(ffn=False))
+    assert minitf.count_parameters(model) == 2648 - 2 * FFN_PER_LAYER  # 2,480
+    names = [n for n, _, _ in minitf.parameter_table(model)]
+    assert not any(".ffn." in n or ".norm2." in n for n in names)
+    assert model.blocks[0].ffn is None and model.blocks[0].norm2 is None
+
+
+def test_without_residuals_the_parameters_are_the_same():
+    full, ablated = Transformer(Config()), Transformer(Config(residual=False))
+    assert [(n, s) for n, s, _ in minitf.parameter_table(ablated)] == \
+           [(n, s) for n, s, _ in minitf.parameter_table(full)]
+
+
+@pytest.mark.parametrize("norm_position,residual,ffn",
+                         list(itertools.product(["post", "pre"], [True, False], [True, False])))
+def test_every_combination_runs_and_trains(norm_position, residual, ffn):
+    model = Transformer(Config(d_model=8, norm_position=norm_position, residual=residual, ffn=ffn))
+    logits = model(torch.randint(0, 256, (3, 7)))
+    assert logits.shape == (3, 7, 256)
+    logits.logsumexp(-1).mean().backward()
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def block_and_input(**changes):
+    torch.manual_seed(0)
+    config = Config(d_model=8, dropout=0.0, positional="none", **changes)  # no angles to pass
+    block = minitf.Block(config).double().eval()
+    return block, torch.randn(2, 5, 8, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_without_residuals_each_sublayer_replaces_the_stream(norm_position):
+    block, h = block_and_input(norm_position=norm_position, residual=False)
+    a = lambda x: block.attn(x)[0]
+    if norm_position == "post":
+        after_attn = block.norm1(a(h))                        # h = LN(f(h))
+        expected = block.norm2(block.ffn(after_attn))
+    else:
+        after_attn = a(block.norm1(h))                        # h = f(LN(h))
+        expected = block.ffn(block.norm2(after_attn))
+    assert torch.allclose(block(h)[0], expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_without_ffn_the_block_is_attention_alone(norm_position):
+    block, h = block_and_input(norm_position=norm_position, ffn=False)
+    a = lambda x: block.attn(x)[0]
+    expected = block.norm1(h + a(h)) if norm_position == "post" else h + a(block.norm1(h))
+    assert torch.allclose(block(h)[0], expected, atol=1e-12)
+
+
+def test_with_defaults_the_block_is_unchanged():
+    for position in ("post", "pre"):
+        block, h = block_and_input(norm_position=position)
+        a = lambda x: block.attn(x)[0]
+        if position == "post":
+            mid = block.norm1(h + a(h))
+            expected = block.norm2(mid + block.ffn(mid))
+        else:
+            mid = h + a(block.norm1(h))
+            expected = mid + block.ffn(block.norm2(mid))
+        assert torch.allclose(block(h)[0], expected, atol=1e-12)
+
+
+def reference_logits(model, ids):
+    """The forward pass as it was before the switches existed, written out from the model's parts."""
+    h = model.embed(ids)
+    T = ids.shape[1]
+    if model.config.positional == "sinusoidal":
+        h = h + model.pos_table[:T]
+    for block in model.blocks:
+        a = lambda x: block.attn(x, *minitf.rope_angles(block.attn.inv_freq, T))[0] \
+            if getattr(block.attn, "inv_freq", None) is not None else block.attn(x)[0]
+        if model.config.norm_position == "pre":
+            h = h + a(block.norm1(h))
+            h = h + block.ffn(block.norm2(h))
+        else:
+            h = block.norm1(h + a(h))
+            h = block.norm2(h + block.ffn(h))
+    if model.final_norm is not None:
+        h = model.final_norm(h)
+    return model.head(h)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "data" / "checkpoints").glob("*.pt")), ids=lambda p: p.name)
+def test_shipped_checkpoints_load_and_compute_as_before(path):
+    model = minitf.load(path).eval()  # load_state_dict is strict: the parameter names are unchanged
+    assert model.config.residual and model.config.ffn
+    ids = torch.tensor([[*b"Hello", 9, *b"Ifmmp"]])
+    with torch.no_grad():
+        assert torch.allclose(model(ids), reference_logits(model, ids), atol=1e-5)

@@ -1,0 +1,122 @@
+"""Claims notebooks 03 (attention) and 04 (FFN block) make in words, checked here so the notebooks
+can state them without a wall of asserts."""
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+import minitf
+import minitf.baselines
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --- 03 · attention -------------------------------------------------------------------------------
+
+def test_the_paragraph_is_one_line_of_printable_text():
+    text = (ROOT / "data" / "text" / "paragraph.txt").read_bytes()
+    assert len(text) == 1592
+    assert all(32 <= b < 127 for b in text)  # no newline: one line, plain ASCII
+
+
+def test_a_sharper_query_approaches_a_hard_lookup_and_zero_scores_average_the_past():
+    """03's "try this": c × the scores; large c → row 1 ≈ (0, 1, 0); c = 0 → the mean of the past."""
+    Q = torch.tensor([[2., 0, 0, 0], [0, 2, 0, 0], [2, 2, 0, 0]], dtype=torch.float64)
+    K = torch.eye(3, 4, dtype=torch.float64)
+    scores = Q @ K.T / 2
+    mask = minitf.causal_mask(3)
+    row1 = {c: (c * scores).masked_fill(mask, float("-inf")).softmax(-1)[1] for c in (1, 5, 20)}
+    assert row1[1][1] < row1[5][1] < row1[20][1] and row1[20][1] > 0.999999
+    flat = (0 * scores).masked_fill(mask, float("-inf")).softmax(-1)
+    expected = torch.tril(torch.ones(3, 3, dtype=torch.float64))
+    assert torch.allclose(flat, expected / expected.sum(1, keepdim=True))
+
+
+def seed_split_heads(x, n_heads):
+    """The seed documents' head split (the bug 03 names): B and L both set to the length."""
+    _, seq_len, d_model = x.shape
+    B, L = seq_len, seq_len
+    return x.view(B, L, n_heads, d_model // n_heads).permute(0, 2, 1, 3)
+
+
+def test_the_seeds_head_split_works_only_when_the_batch_equals_the_length():
+    square = torch.rand(3, 3, 4)
+    assert torch.equal(seed_split_heads(square, 2), square.view(3, 3, 2, 2).transpose(1, 2))
+    with pytest.raises(RuntimeError):
+        seed_split_heads(torch.rand(2, 3, 4), 2)
+
+
+def test_the_data_flow_pictures_shapes_are_the_modules():
+    """03's picture: x (1, 5, 4) → weights (1, 2, 5, 5) → output (1, 5, 4) for the tiny model."""
+    mha = minitf.MultiHeadAttention(minitf.Config())
+    seen = {}
+    mha.qkv.register_forward_hook(lambda m, i, o: seen.update(qkv=o.shape))  # returns None: output kept
+    cos, sin = minitf.rope_angles(mha.inv_freq, 5)
+    out, weights = mha(torch.rand(1, 5, 4), cos, sin, need_weights=True)
+    assert seen["qkv"] == (1, 5, 12)  # q, k, v side by side: [W_Q; W_K; W_V]
+    assert weights.shape == (1, 2, 5, 5) and out.shape == (1, 5, 4)
+
+
+# --- 04 · the FFN block ---------------------------------------------------------------------------
+
+def test_silu_in_config_is_the_plain_ffn_not_a_gated_one():
+    relu, silu = (minitf.FeedForward(minitf.Config(activation=a)) for a in ("relu", "silu"))
+    names = [n for n, _ in silu.named_parameters()]
+    assert names == ["up.weight", "up.bias", "down.weight", "down.bias"]  # no third (gate) matrix
+    assert minitf.count_parameters(silu) == minitf.count_parameters(relu)
+
+
+def test_a_norm_divides_the_gradient_by_its_inputs_standard_deviation():
+    v = torch.tensor([0.3, -1.2, 0.8, 2.0], dtype=torch.float64)
+    jac = lambda u: torch.autograd.functional.jacobian(minitf.LayerNorm(4).double(), u)
+    assert torch.allclose(jac(3 * v), jac(v) / 3, atol=1e-6)
+
+
+def seed_double_norm_block(block, h, cos, sin):
+    """The seed documents' layer (the bug 04 names): ln1 before attention and again after the sum."""
+    a, _ = block.attn(block.norm1(h), cos, sin)
+    h = block.norm1(h + a)
+    return block.norm2(h + block.ffn(h))
+
+
+def test_the_double_layernorm_differs_from_post_norm_once_gamma_and_beta_move():
+    torch.manual_seed(0)
+    block = minitf.Block(minitf.Config()).double().eval()
+    cos, sin = minitf.rope_angles(block.attn.inv_freq, 6)
+    normed = minitf.LayerNorm(4).double()(torch.rand(2, 6, 4, dtype=torch.float64) * 4 - 2).detach()
+
+    def gap(h):
+        with torch.no_grad():
+            return (seed_double_norm_block(block, h, cos, sin) - block(h, cos, sin)[0]).abs().max().item()
+
+    assert gap(normed) < 1e-4  # at initialisation LN(LN(x)) ≈ LN(x): the bug hides
+    with torch.no_grad():
+        block.norm1.weight.copy_(torch.tensor([1.5, 0.5, 2.0, 1.0]))
+        block.norm1.bias.copy_(torch.tensor([0.3, -0.2, 0.0, 0.1]))
+    assert gap(normed) > 0.05  # trained γ, β: one norm doing two jobs computes something else
+
+
+@pytest.fixture
+def one_thread():
+    """Small models train fastest (and the same as in the notebooks) on one thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_without_residuals_neither_layout_passes_the_length_oracle(one_thread):
+    """04's "try this": the 4-layer copy run of section 4 with residual=False."""
+    train_pairs = minitf.make_pairs("copy", 2000, seed=1000, max_len=3)
+    held_out = minitf.make_pairs("copy", 200, seed=2000, max_len=3, exclude=[p.input for p in train_pairs])
+    deep = minitf.Config(d_model=16, d_ff=32, n_layers=4, dropout=0.0)
+    oracle = minitf.baselines.baseline_losses(held_out, train_pairs).length_oracle
+    loss = {}
+    for layout, residual in (("pre", True), ("pre", False), ("post", False)):
+        torch.manual_seed(0)
+        model = minitf.Transformer(deep.replace(norm_position=layout, residual=residual))
+        minitf.train(model, train_pairs, steps=150, lr=1.5e-2, batch_size=32, warmup=20, progress=False)
+        loss[layout, residual] = minitf.evaluate(model, held_out)["loss"]
+    assert loss["pre", False] > loss["pre", True] + 0.5  # pre-norm loses its lead
+    assert loss["pre", False] > oracle and loss["post", False] > oracle
