@@ -175,3 +175,9 @@ def test_no_reference_source_is_shown_before_its_exercise(notebook, name, index)
         assert not ("getsource" in src and name in src), \
             f"{notebook}: minitf's {name} is printed before the exercise that asks for it"
         assert "minitf.solutions" not in src, f"{notebook}: a solution is used before exercise {name}"
+
+
+def test_passes_is_quiet_and_says_whether_a_function_passes(capsys):
+    assert workbook.passes("rms_norm", solutions.my_rms_norm)
+    assert not workbook.passes("rms_norm", solutions.my_layer_norm)
+    assert capsys.readouterr().out == ""
