@@ -2,6 +2,8 @@
 (no pickled code runs on load)."""
 from __future__ import annotations
 
+import pickle
+import re
 from pathlib import Path
 
 import torch
@@ -25,6 +27,25 @@ def save(model: Transformer, path, *, metadata: dict | None = None, overwrite: b
     return atomic_write(path, lambda tmp: torch.save(payload, tmp), overwrite=overwrite)
 
 
+def unpickling_detail(message: str) -> str:
+    """PyTorch's reason without its advice (which is to retry with weights_only=False)."""
+    advice = ("Weights only load failed", "Please file an issue", "Check the documentation")
+    lines = [line.strip() for line in message.splitlines()
+             if line.strip() and not line.strip().startswith(advice)]
+    return " ".join(lines) or "not a file torch.save wrote"
+
+
+def refusal(path, detail: str) -> str:
+    """Why a file with pickled code is refused, in minitf's words (PyTorch's own message suggests
+    retrying with weights_only=False — exactly what must not be done with a file you did not make)."""
+    found = re.search(r"GLOBAL ([\w.]+)", detail)
+    what = f" (it names `{found.group(1)}`)" if found else ""
+    return (f"{path}: refused: the file holds pickled Python objects{what}, and unpickling them "
+            "can run any code. A minitf checkpoint holds only a config, tensors and plain "
+            "metadata, so minitf loads nothing else and ran nothing from this file. Treat the file "
+            "as untrusted; make checkpoints with minitf.save or `python -m minitf train`.")
+
+
 def load(path) -> Transformer:
     """Rebuild the model a checkpoint describes; its metadata is at model.metadata."""
     path = Path(path)
@@ -32,6 +53,11 @@ def load(path) -> Transformer:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise
+    except pickle.UnpicklingError as e:
+        detail = unpickling_detail(str(e))
+        if "GLOBAL" in detail:  # the file asks to import and call something: code, not data
+            raise CheckpointError(refusal(path, detail)) from None
+        raise CheckpointError(f"{path}: not a readable checkpoint ({detail})") from None
     except Exception as e:
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {e})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:

@@ -1,8 +1,11 @@
-"""`python -m minitf …`: check and make data, train, evaluate, generate from the command line."""
+"""`python -m minitf …`: check and make data, train, evaluate, generate from the command line.
+
+Pairs by default; `--text FILE` trains and evaluates a language model on a text file instead."""
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 from pathlib import Path
@@ -11,8 +14,9 @@ from .checkpoint import CheckpointError, load, save
 from .config import Config
 from .data import TASKS, DataError, make_pairs, make_splits, read_pairs, write_pairs
 from .evaluate import evaluate
-from .generate import generate
+from .generate import generate, generate_text
 from .model import Transformer, count_parameters
+from .text import evaluate_text, read_text, text_baselines
 from .train import train
 
 
@@ -45,7 +49,14 @@ def config_from_args(args) -> Config:
     return Config(d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
                   d_ff=args.d_ff or 2 * args.d_model, norm_position=args.norm_position,
                   norm=args.norm, activation=args.activation, rope_base=args.rope_base,
-                  dropout=args.dropout, max_len=args.max_len)
+                  dropout=args.dropout, max_len=max_len(args))
+
+
+def max_len(args) -> int:
+    """--max-len, else the text's --context (a language model reads windows of that length) or 128."""
+    if args.max_len:
+        return args.max_len
+    return args.context if getattr(args, "text", None) else 128
 
 
 def train_val_pairs(args):
@@ -66,30 +77,58 @@ def cmd_train(args) -> int:
     import torch
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    train_pairs, val_pairs = train_val_pairs(args)
-    model = Transformer(config_from_args(args))
-    print(f"model: {count_parameters(model):,} parameters, {len(train_pairs)} training pairs "
-          f"({'from ' + args.train if args.train else f'generated {args.task}'})")
-    hist = train(model, train_pairs, val_pairs, steps=args.steps, batch_size=args.batch_size,
+    config = config_from_args(args)
+    if args.text:
+        text = read_text(args.text, args.context, max_len=config.max_len)
+        train_data, val_data = text.train, text.val
+        described = (f"text {args.text}: {len(text.train):,} training and {len(text.val):,} "
+                     f"validation bytes, windows of {args.context}")
+    else:
+        train_data, val_data = train_val_pairs(args)
+        described = (f"{len(train_data)} training pairs "
+                     f"({'from ' + args.train if args.train else f'generated {args.task}'})")
+    model = Transformer(config)
+    print(f"model: {count_parameters(model):,} parameters, {described}")
+    hist = train(model, train_data, val_data, steps=args.steps, batch_size=args.batch_size,
                  lr=args.lr, warmup=args.warmup, seed=args.seed, eval_every=args.eval_every,
                  progress=not args.no_progress)
     for v in hist.val:
-        print(f"step {v['step']:6d}  val loss {v['loss']:.4f}  char acc {v['char_accuracy']:.4f}  "
-              f"exact {v['exact_match']:.4f}")
+        if args.text:
+            print(f"step {v['step']:6d}  val loss {v['loss']:.4f} nats/byte  "
+                  f"{v['bits_per_byte']:.4f} bits/byte")
+        else:
+            print(f"step {v['step']:6d}  val loss {v['loss']:.4f}  char acc {v['char_accuracy']:.4f}  "
+                  f"exact {v['exact_match']:.4f}")
     final = hist.val[-1]
+    kind = {"text": args.text, "context": args.context} if args.text else {}
     every = LOSS_CURVE_EVERY
     curve = [round(sum(hist.loss[i:i + every]) / len(hist.loss[i:i + every]), 4)
              for i in range(0, len(hist.loss), every)]
     save(model, args.out, overwrite=args.force, metadata={
         "command": args.command_line, "steps": args.steps, "seed": args.seed,
         "train_seconds": round(hist.seconds, 1), "val": final, "val_curve": hist.val,
-        "loss_curve_every": every, "loss_curve": curve})
+        "loss_curve_every": every, "loss_curve": curve, **kind})
     print(f"trained {args.steps} steps in {hist.seconds:.1f} s; saved {args.out}")
     return 0
 
 
 def cmd_eval(args) -> int:
     model = load(args.checkpoint)
+    if args.text:
+        context = args.context or model.metadata.get("context", model.config.max_len)
+        text = read_text(args.text, context, max_len=model.config.max_len)
+        metrics = evaluate_text(model, text.val)
+        baselines = text_baselines(text)
+        print(json.dumps({"split": "validation (last 10 %)", "bytes": metrics["bytes"],
+                          "loss": round(metrics["loss"], 4),
+                          "bits_per_byte": round(metrics["bits_per_byte"], 4),
+                          "baselines_bits_per_byte": {key: round(loss / math.log(2), 4) for key, loss
+                                                      in zip(("uniform", "unigram", "bigram"),
+                                                             (baselines.uniform, baselines.unigram,
+                                                              baselines.bigram))}}))
+        return 0
+    if not args.data:
+        return fail("eval needs a pairs file, or --text FILE for a language model")
     metrics = evaluate(model, read_pairs(args.data, max_len=model.config.max_len))
     print(json.dumps({k: round(v, 4) for k, v in metrics.items()}))
     return 0
@@ -97,8 +136,17 @@ def cmd_eval(args) -> int:
 
 def cmd_generate(args) -> int:
     model = load(args.checkpoint)
+    if "text" in model.metadata:  # a language model: continue each prompt
+        for prompt in args.text:
+            out = generate_text(model, prompt, args.max_new or 200, greedy=args.greedy,
+                                temperature=1.0 if args.temperature is None else args.temperature,
+                                top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+            print(prompt + out.decode("utf-8", errors="backslashreplace"))
+        return 0
+    temperature = 0.0 if args.greedy or args.temperature is None else args.temperature
     for text in args.text:
-        out = generate(model, text, temperature=args.temperature, top_k=args.top_k, seed=args.seed)
+        out = generate(model, text, args.max_new or 64, temperature=temperature, top_k=args.top_k,
+                       top_p=args.top_p, seed=args.seed)
         print(f"{text}\t{out.decode('utf-8', errors='backslashreplace')}")
     return 0
 
@@ -126,6 +174,9 @@ def parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_data_make)
 
     t = sub.add_parser("train", help="train a model and save a checkpoint")
+    t.add_argument("--text", help="train a language model on this file (any bytes; first 90 %% "
+                   "trains, last 10 %% validates) instead of on pairs")
+    t.add_argument("--context", type=int, default=64, help="with --text: bytes per training window")
     t.add_argument("--train", help="pairs file (default: generate --n-train pairs of --task)")
     t.add_argument("--val", help="pairs file (default: --n-val fresh held-out pairs of --task)")
     t.add_argument("--task", choices=sorted(TASKS), default="shift")
@@ -143,7 +194,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--activation", choices=["relu", "gelu", "silu"], default="relu")
     t.add_argument("--rope-base", type=float, default=10000.0)
     t.add_argument("--dropout", type=float, default=None, help="default: the seed's rule")
-    t.add_argument("--max-len", type=int, default=128)
+    t.add_argument("--max-len", type=int, default=None,
+                   help="longest sequence the model reads (default 128; with --text: --context)")
     t.add_argument("--steps", type=int, default=2000)
     t.add_argument("--batch-size", type=int, default=64)
     t.add_argument("--lr", type=float, default=3e-3)
@@ -157,17 +209,28 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--no-progress", action="store_true")
     t.set_defaults(func=cmd_train)
 
-    e = sub.add_parser("eval", help="loss, character accuracy and exact match on a pairs file")
+    e = sub.add_parser("eval", help="loss, character accuracy and exact match on a pairs file; "
+                       "with --text, a language model's validation loss beside counting baselines")
     e.add_argument("checkpoint")
-    e.add_argument("data")
+    e.add_argument("data", nargs="?", help="pairs file")
+    e.add_argument("--text", help="text file: scored on its last 10 %%")
+    e.add_argument("--context", type=int, default=None,
+                   help="window length (default: the checkpoint's training context)")
     e.set_defaults(func=cmd_eval)
 
-    g = sub.add_parser("generate", help="print the model's output for each input")
+    g = sub.add_parser("generate", help="print the model's output for each input (a language "
+                       "model: each prompt continued)")
     g.add_argument("checkpoint")
     g.add_argument("text", nargs="+")
-    g.add_argument("--temperature", type=float, default=0.0)
-    g.add_argument("--top-k", type=int, default=None)
-    g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--greedy", action="store_true", help="the most likely byte every time")
+    g.add_argument("--temperature", type=float, default=None,
+                   help="> 0; default: greedy for pairs, 1.0 for a language model")
+    g.add_argument("--top-k", type=int, default=None, help="sample among the k most likely bytes")
+    g.add_argument("--top-p", type=float, default=None,
+                   help="sample among the most likely bytes that together reach probability p")
+    g.add_argument("--seed", type=int, default=None, help="random seed: the same text every time")
+    g.add_argument("--max-new", type=int, default=None,
+                   help="bytes to generate (default: 64 for pairs, up to EOS; 200 for a language model)")
     g.set_defaults(func=cmd_generate)
     return p
 

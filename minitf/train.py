@@ -1,4 +1,5 @@
-"""Training: AdamW, linear warm-up then cosine decay, gradient clipping, a progress bar."""
+"""Training: AdamW, linear warm-up then cosine decay, gradient clipping, a progress bar — one loop
+for pairs (the loss on the output part) and for text (the loss on every byte of random windows)."""
 from __future__ import annotations
 
 import math
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.auto import tqdm
 
-from . import data
+from . import data, text
 from .data import Pair
 from .evaluate import evaluate, masked_loss
 from .tokens import IGNORE
@@ -26,8 +27,8 @@ def lr_at(step: int, steps: int, lr: float, warmup: int, min_lr_ratio: float = 0
 class History:
     loss: list[float] = field(default_factory=list)  # training loss, one per step
     lr: list[float] = field(default_factory=list)
-    val: list[dict] = field(default_factory=list)    # {"step": …, "loss", "char_accuracy", "exact_match"}
-    tokens: int = 0      # target tokens the loss was taken over (output bytes + EOS)
+    val: list[dict] = field(default_factory=list)    # {"step": …, "loss", …}: see validate()
+    tokens: int = 0      # target tokens the loss was taken over (pairs: output bytes + EOS)
     seconds: float = 0.0
     optimizer: torch.optim.Optimizer | None = field(default=None, repr=False)
 
@@ -44,7 +45,7 @@ def make_optimizer(model, lr: float, weight_decay: float = 0.01) -> torch.optim.
 
 
 def train_step(model, optimizer, ids, targets, clip: float = 1.0) -> torch.Tensor:
-    """One update: forward, output-only loss, backward, gradient clipping, optimizer step."""
+    """One update: forward, loss on the targets that are not IGNORE, backward, clipping, AdamW step."""
     loss = masked_loss(model(ids), targets)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -54,41 +55,79 @@ def train_step(model, optimizer, ids, targets, clip: float = 1.0) -> torch.Tenso
     return loss
 
 
-def train(model, train_pairs: list[Pair], val_pairs: list[Pair] | None = None, *, steps: int = 1000,
+class PairBatches:
+    """Batches of pairs drawn without replacement, epoch after epoch; the loss on the outputs only."""
+
+    def __init__(self, pairs: list[Pair], batch_size: int, generator: torch.Generator, make_batch=None):
+        if not pairs:
+            raise ValueError("train needs at least one training pair")
+        self.ids, self.targets = (make_batch or data.make_batch)(pairs)  # encode once, slice rows per step
+        self.lengths = (self.targets != IGNORE).long().cumsum(1).argmax(1) + 1  # last real target + 1
+        self.batch_size = min(batch_size, len(pairs))
+        self.generator = generator
+        self.order, self.cursor = torch.randperm(len(pairs), generator=generator), 0
+
+    def next(self):
+        """ids, targets (B, T), T the longest sequence among the rows drawn."""
+        if self.cursor + self.batch_size > len(self.order):
+            self.order, self.cursor = torch.randperm(len(self.order), generator=self.generator), 0
+        rows = self.order[self.cursor:self.cursor + self.batch_size]
+        self.cursor += self.batch_size
+        T = int(self.lengths[rows].max())
+        return self.ids[rows, :T], self.targets[rows, :T]
+
+
+class TextBatches:
+    """Windows of `context` bytes at random offsets in a text; the loss on every position."""
+
+    def __init__(self, part: text.TextPart, batch_size: int, generator: torch.Generator):
+        self.part, self.batch_size, self.generator = part, batch_size, generator
+
+    def next(self):
+        return text.random_windows(self.part, self.batch_size, self.generator)  # (B, T) each
+
+
+def validate(model, val) -> dict:
+    """Validation metrics: pairs → loss, char_accuracy, exact_match; a text split → loss, bits_per_byte."""
+    if isinstance(val, text.TextPart):
+        return text.evaluate_text(model, val)
+    return evaluate(model, val)
+
+
+def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps: int = 1000,
           batch_size: int = 64, lr: float = 3e-3, weight_decay: float = 0.01, warmup: int = 50,
           min_lr_ratio: float = 0.1, clip: float = 1.0, seed: int = 0, eval_every: int | None = None,
           progress: bool = True, optimizer: torch.optim.Optimizer | None = None,
           make_batch=None) -> History:
-    """Train `model` in place on the output part of each pair; returns the History.
+    """Train `model` in place; returns the History. One loop for both kinds of data:
 
-    Batches are drawn without replacement, epoch after epoch, from a generator seeded with `seed`.
-    val_pairs are evaluated every eval_every steps (default: only at the end). Pass the optimizer
-    of an earlier run (history.optimizer) to continue with its moments. `make_batch` replaces
-    minitf.make_batch (a learner's own, in notebook 08).
+    - pairs (a list of Pair): the loss on each pair's output part; batches drawn without
+      replacement, epoch after epoch. `make_batch` replaces minitf.make_batch (a learner's own).
+    - text (a minitf.TextPart, e.g. `minitf.read_text(path, context).train`): the loss on every
+      byte of windows of `context` bytes at random offsets.
+
+    Random draws come from a generator seeded with `seed`. val_data (pairs, or a text split such as
+    `text.val`) is evaluated every eval_every steps (default: only at the end). Pass the optimizer
+    of an earlier run (history.optimizer) to continue with its moments.
     """
-    if not train_pairs:
-        raise ValueError("train needs at least one training pair")
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     torch.manual_seed(seed)  # dropout masks
     gen = torch.Generator().manual_seed(seed)
-    all_ids, all_targets = (make_batch or data.make_batch)(train_pairs)  # encode once, slice rows per step
-    lengths = (all_targets != IGNORE).long().cumsum(1).argmax(1) + 1  # last real target + 1
-    batch_size = min(batch_size, len(train_pairs))
+    if isinstance(train_data, text.TextPart):
+        text.check_fits(train_data, model)
+        batches = TextBatches(train_data, batch_size, gen)
+    else:
+        batches = PairBatches(train_data, batch_size, gen, make_batch)
+    if isinstance(val_data, text.TextPart):
+        text.check_fits(val_data, model)
     opt = optimizer or make_optimizer(model, lr, weight_decay)
     history = History(optimizer=opt)
-    order = torch.randperm(len(train_pairs), generator=gen)
-    cursor = 0
     model.train()
     start = time.perf_counter()
     bar = tqdm(range(steps), desc="train", disable=not progress, leave=False)
     for step in bar:
-        if cursor + batch_size > len(order):
-            order, cursor = torch.randperm(len(train_pairs), generator=gen), 0
-        rows = order[cursor:cursor + batch_size]
-        cursor += batch_size
-        T = int(lengths[rows].max())
-        ids, targets = all_ids[rows, :T], all_targets[rows, :T]
+        ids, targets = batches.next()
         rate = lr_at(step, steps, lr, warmup, min_lr_ratio)
         for group in opt.param_groups:
             group["lr"] = rate
@@ -96,12 +135,19 @@ def train(model, train_pairs: list[Pair], val_pairs: list[Pair] | None = None, *
         history.loss.append(loss.item())
         history.lr.append(rate)
         history.tokens += int((targets != IGNORE).sum())
-        if val_pairs and ((eval_every and (step + 1) % eval_every == 0) or step + 1 == steps):
-            history.val.append({"step": step + 1, **evaluate(model, val_pairs)})
+        if val_data and ((eval_every and (step + 1) % eval_every == 0) or step + 1 == steps):
+            history.val.append({"step": step + 1, **validate(model, val_data)})
             model.train()
-            bar.set_postfix(loss=f"{loss.item():.3f}", val_exact=f"{history.val[-1]['exact_match']:.2f}")
+            bar.set_postfix(loss=f"{loss.item():.3f}", **val_postfix(history.val[-1]))
         elif step % 20 == 0:
             bar.set_postfix(loss=f"{loss.item():.3f}")
     history.seconds = time.perf_counter() - start
     model.eval()
     return history
+
+
+def val_postfix(metrics: dict) -> dict:
+    """What the progress bar shows of a validation: exact match for pairs, bits per byte for text."""
+    if "exact_match" in metrics:
+        return {"val_exact": f"{metrics['exact_match']:.2f}"}
+    return {"val_bits": f"{metrics['bits_per_byte']:.3f}"}
