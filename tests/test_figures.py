@@ -1,0 +1,49 @@
+"""minitf.figures: the batch picture shows make_batch's own numbers, with a key for every colour."""
+import matplotlib.colors as mcolors
+
+import minitf
+from minitf import figures
+
+PAIRS = [minitf.Pair(b"Hi", b"Ij"), minitf.Pair(b"cat", b"dbu"), minitf.Pair(b"a~z", b"b {")]
+
+
+def test_roles_follow_the_sequence_layout():
+    assert figures.batch_roles(PAIRS) == [
+        ["input", "input", "TAB", "output", "output", "pad", "pad"],
+        ["input", "input", "input", "TAB", "output", "output", "output"],
+        ["input", "input", "input", "TAB", "output", "output", "output"]]
+
+
+def cells(ax):
+    """{(row, column): (facecolour hex, text)} of one panel."""
+    colours = {(round(p.get_y() + 0.5), round(p.get_x() + 0.5)): mcolors.to_hex(p.get_facecolor())
+               for p in ax.patches}
+    texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
+    return {k: (colours[k], texts[k]) for k in colours}
+
+
+def test_batch_picture_shows_every_byte_and_colours_only_the_counted_targets_green():
+    fig = figures.draw_batch(PAIRS)
+    top, bottom = fig.axes
+    ids, targets = minitf.make_batch(PAIRS)
+    read, predict = cells(top), cells(bottom)
+    assert len(read) == len(predict) == ids.numel()
+    green = figures.TARGET_COLOURS["counted in the loss"]
+    assert {k for k, (c, _) in predict.items() if c == green} == \
+        {(b, t) for b in range(3) for t in range(7) if targets[b, t] != minitf.IGNORE}
+    assert read[(0, 2)] == (figures.READ_COLOURS["TAB"], "⇥")
+    assert read[(2, 5)] == (figures.READ_COLOURS["output"], "␣")
+    assert read[(0, 6)] == (figures.READ_COLOURS["pad"], "pad")
+    assert predict[(1, 6)][1] == "⏎" and predict[(0, 0)][1] == "·"
+
+
+def test_batch_picture_has_a_key_for_every_colour_and_readable_text():
+    fig = figures.draw_batch(PAIRS)
+    for ax, key in zip(fig.axes, (figures.READ_COLOURS, figures.TARGET_COLOURS)):
+        legend = ax.get_legend()
+        assert [t.get_text() for t in legend.get_texts()] == list(key)
+        used = {mcolors.to_hex(p.get_facecolor()) for p in ax.patches}
+        assert used <= set(key.values())
+        assert min(t.get_fontsize() for t in ax.texts) >= 9
+        assert min(t.get_fontsize() for t in ax.get_xticklabels() + ax.get_yticklabels()) >= 9
+    assert fig.get_size_inches()[0] * 110 > 600  # about twice the old 317 px
