@@ -98,7 +98,7 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
           batch_size: int = 64, lr: float = 3e-3, weight_decay: float = 0.01, warmup: int = 50,
           min_lr_ratio: float = 0.1, clip: float = 1.0, seed: int = 0, eval_every: int | None = None,
           progress: bool = True, optimizer: torch.optim.Optimizer | None = None,
-          make_batch=None) -> History:
+          make_batch=None, stop_when=None) -> History:
     """Train `model` in place; returns the History. One loop for both kinds of data:
 
     - pairs (a list of Pair): the loss on each pair's output part; batches drawn without
@@ -108,7 +108,9 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
 
     Random draws come from a generator seeded with `seed`. val_data (pairs, or a text split such as
     `text.val`) is evaluated every eval_every steps (default: only at the end). Pass the optimizer
-    of an earlier run (history.optimizer) to continue with its moments.
+    of an earlier run (history.optimizer) to continue with its moments. `stop_when(metrics)` ends
+    training at the first validation it returns True for (e.g. exact match ≥ 0.99), so `steps`
+    becomes a budget: a run that learns fast stops early, a slow one gets the whole schedule.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -139,6 +141,8 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
             history.val.append({"step": step + 1, **validate(model, val_data)})
             model.train()
             bar.set_postfix(loss=f"{loss.item():.3f}", **val_postfix(history.val[-1]))
+            if stop_when is not None and stop_when(history.val[-1]):
+                break
         elif step % 20 == 0:
             bar.set_postfix(loss=f"{loss.item():.3f}")
     history.seconds = time.perf_counter() - start

@@ -90,3 +90,14 @@ def test_generate_sampling_is_seeded_and_respects_top_k():
     assert picks <= {1, 2}
     with pytest.raises(ValueError, match="temperature"):
         generate(model, "ab", temperature=-1)
+
+
+def test_stop_when_ends_training_at_the_first_validation_that_satisfies_it():
+    import minitf
+    pairs = minitf.make_pairs("copy", 64, seed=0, max_len=3)
+    model = minitf.Transformer(minitf.Config(d_model=8, dropout=0.0))
+    seen = []
+    history = minitf.train(model, pairs, pairs[:8], steps=50, batch_size=16, eval_every=10,
+                           progress=False, stop_when=lambda m: seen.append(m["step"]) or m["step"] >= 20)
+    assert seen == [10, 20] and len(history.loss) == 20 and history.val[-1]["step"] == 20
+    assert not model.training  # left in eval mode like a full run
