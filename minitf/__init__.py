@@ -5,6 +5,7 @@ from .config import Config, seed_dropout
 from .diagram import draw_architecture
 from .data import (DataError, Pair, ReadReport, TASKS, make_batch, make_pairs, read_pairs, sequence,
                    shift_bytes, write_pairs)
+from .baselines import Baselines, baseline_losses
 from .evaluate import evaluate, masked_loss
 from .exercises import ExerciseError, check_function, compare
 from .explorer import Explorer

@@ -188,6 +188,15 @@ def _tile_rows(t: torch.Tensor, k: int, groups: int) -> torch.Tensor:
     return torch.cat([g.repeat(k, *([1] * (t.dim() - 1))) for g in t.chunk(groups, dim=0)], dim=0)
 
 
+def _refuse_ablations(cfg, operation: str) -> None:
+    """The constructions assume the whole block: residual paths and an FFN in every layer."""
+    missing = [what for what, on in (("residual=False", cfg.residual), ("ffn=False", cfg.ffn)) if not on]
+    if missing:
+        raise GrowthError(f"{operation}: the model is an ablation ({', '.join(missing)}); Origami's "
+                          "constructions grow the full block (residual paths and an FFN in every "
+                          "layer), so they are not defined for it")
+
+
 def widen(model: Transformer, factor: int = 2, *, noise: float = 0.1, seed: int = 0,
           inputs: torch.Tensor | None = None, optimizer: torch.optim.Optimizer | None = None,
           tol: float | None = None, dropout=_KEEP) -> Growth:
@@ -200,6 +209,7 @@ def widen(model: Transformer, factor: int = 2, *, noise: float = 0.1, seed: int 
     dropout: the grown config's dropout (default: as before; None is the seed rule from d_model).
     """
     k, cfg = factor, model.config
+    _refuse_ablations(cfg, "widen")
     if not (isinstance(k, int) and k >= 2):
         raise GrowthError(f"widen: factor must be an integer >= 2, got {factor!r}")
     if cfg.positional == "sinusoidal":
@@ -267,6 +277,7 @@ def widen_heads(model: Transformer, *, seed: int = 0, inputs: torch.Tensor | Non
     the old ones) so they can learn; W_O reads the new V dimensions with zero weights.
     """
     cfg = model.config
+    _refuse_ablations(cfg, "widen_heads")
     H, hd = cfg.n_heads, cfg.head_dim
     new_cfg = _config(cfg, dropout, head_dim=2 * hd)
     pos = _head_positions(hd)
@@ -334,6 +345,7 @@ def deepen(model: Transformer, after: list[int] | None = None, *, seed: int = 0,
     (see the module docstring); the result is exact up to LayerNorm's eps.
     """
     cfg = model.config
+    _refuse_ablations(cfg, "deepen")
     L = cfg.n_layers
     after = list(range(L)) if after is None else sorted(after)
     if not after:

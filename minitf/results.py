@@ -12,8 +12,9 @@ it or plot it; they never touch the JSON.
 from __future__ import annotations
 
 import json
+import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ABLATION_JSON = Path(__file__).resolve().parents[1] / "bench" / "results" / "ablation.json"
@@ -45,14 +46,15 @@ class Ablation:
     rungs: dict[str, list[str]]             # rung → its variants, in table order
     settings: dict
     date: str
+    cpu_seconds: float  # training CPU time of all the runs together (one thread each)
 
     @classmethod
     def from_dict(cls, doc: dict) -> "Ablation":
         """Average the stored runs per task and variant; rungs share the base's runs."""
         runs: dict[tuple[str, str], list[dict]] = {}
-        for r in doc["runs"]:
-            if r.get("settings", doc["settings"]) == doc["settings"]:
-                runs.setdefault((r["task"], r["variant"]), []).append(r)
+        kept = [r for r in doc["runs"] if r.get("settings", doc["settings"]) == doc["settings"]]
+        for r in kept:
+            runs.setdefault((r["task"], r["variant"]), []).append(r)
         tasks = [t for t in doc["baselines"] if any(k[0] == t for k in runs)]
         rows = []
         for task in tasks:
@@ -67,11 +69,20 @@ class Ablation:
                                     tuple(r["seed"] for r in group), mean("exact_match"), min(exact),
                                     max(exact), mean("loss"), mean("char_accuracy"), group[0]["params"],
                                     mean("train_seconds")))
-        return cls(rows, doc["baselines"], doc["rungs"], doc["settings"], doc.get("date", "?"))
+        return cls(rows, doc["baselines"], doc["rungs"], doc["settings"], doc.get("date", "?"),
+                   sum(r.get("train_cpu_seconds", 0.0) for r in kept))
 
     @property
     def tasks(self) -> list[str]:
         return list(dict.fromkeys(r.task for r in self.rows))
+
+    def only(self, *rungs: str) -> "Ablation":
+        """The same results restricted to some rungs, e.g. ladder.only("tiny 2×2") for notebook 05."""
+        unknown = [r for r in rungs if r not in self.rungs]
+        if unknown:
+            raise KeyError(f"no rung {unknown[0]!r}; the rungs are {list(self.rungs)}")
+        return replace(self, rows=[r for r in self.rows if r.rung in rungs],
+                       rungs={r: v for r, v in self.rungs.items() if r in rungs})
 
     def row(self, task: str, variant: str) -> Row:
         for r in self.rows:
@@ -125,7 +136,9 @@ class Ablation:
             f"{s['train_pairs']:,} generated pairs of 1–{s['max_len']} printable bytes (repeats "
             f"{s['repeats']}); evaluated on {s['held_out_pairs']} fresh held-out pairs (repeats included). "
             "Exact match: greedy generation to EOS, mean (min–max) over the random seeds; loss: "
-            "held-out cross-entropy per output byte and EOS.", "",
+            "held-out cross-entropy per output byte and EOS. The base's runs appear in every rung "
+            f"(the same runs). Training took {self.cpu_seconds / 60:.0f} min of CPU time in all "
+            f"({len({(r.task, r.variant) for r in self.rows})} task × variant pairs).", "",
             *self._lines(markdown=True), "",
             "Baselines (the loss of predictors that ignore the input, `minitf.baselines`):", "",
             *(f"- {line}" for line in self.baseline_text().splitlines()), "",
@@ -139,6 +152,7 @@ class Ablation:
         """A matplotlib Figure: exact match per rung (bars: tasks; whiskers: min–max over seeds)
         above the loss on a log scale, with the baselines as horizontal lines."""
         from matplotlib.figure import Figure
+        from matplotlib.ticker import NullFormatter
 
         tasks = tasks or self.tasks
         keyed = {(r.task, r.rung, r.variant): r for r in self.rows}
@@ -152,9 +166,10 @@ class Ablation:
                     x += 1
             rung_spans.append((rung, first, x - 1))
             x += 0.6
-        fig = Figure(figsize=(max(8.0, 0.42 * len(slots) + 1.5), 6.4))
+        fig = Figure(figsize=(max(8.0, 0.36 * len(slots) + 3.0), 6.4))
         top, bottom = fig.subplots(2, 1, sharex=True)
         width = 0.8 / len(tasks)
+        smallest = 1.0
         for k, task in enumerate(tasks):
             xs, em, lo, hi, loss = [], [], [], [], []
             for rung, variant, pos in slots:
@@ -166,27 +181,29 @@ class Ablation:
                     hi.append(r.exact_max - r.exact_match)
                     loss.append(max(r.loss, 1e-4))
             top.bar(xs, em, width, yerr=[lo, hi], capsize=2, color=f"C{k}", label=task)
-            bottom.bar(xs, loss, width, color=f"C{k}", label=task)
+            bottom.bar(xs, loss, width, color=f"C{k}")
+            smallest = min([smallest, *loss])
         for j, (key, label) in enumerate(BASELINE_LABELS.items()):
             value = statistics.fmean(self.baselines[t][key] for t in tasks)
-            bottom.axhline(value, color="0.35", lw=0.9, ls=(0, (1 + j, 2)))
-            bottom.text(x - 0.5, value, f" {label} {value:.2f}", va="center", fontsize=7, color="0.25")
-        for rung, a, b in rung_spans:
-            top.text((a + b) / 2, 1.03, rung.replace(" ", "\n"), ha="center", va="bottom", fontsize=7,
-                     fontweight="bold")
+            bottom.axhline(value, color="0.3", lw=0.9, ls=(0, (1 + 2 * j, 2)), label=f"{label} {value:.2f}")
+        for i, (rung, a, b) in enumerate(rung_spans):
+            top.text((a + b) / 2, 1.02, rung.replace(" ", "\n"), ha="center", va="bottom", fontsize=7,
+                     fontweight="bold", transform=top.get_xaxis_transform())
             for ax in (top, bottom):
-                ax.axvspan(a - 0.45, b + 0.45, color="0.93" if rung_spans.index((rung, a, b)) % 2 else "white",
-                           zorder=0)
-        top.set_ylim(0, 1.22)
-        top.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+                ax.axvspan(a - 0.45, b + 0.45, color="0.93" if i % 2 else "white", zorder=0)
+        top.set_ylim(0, 1.05)
         top.set_ylabel("held-out exact match")
-        top.legend(loc="lower left", fontsize=8, ncol=len(tasks))
+        top.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, title="task", title_fontsize=8)
         bottom.set_yscale("log")
-        bottom.set_ylim(1e-4, 8)
-        bottom.set_yticks([1e-4, 1e-3, 1e-2, 0.1, 1], ["0.0001", "0.001", "0.01", "0.1", "1"])
+        decades = [10.0 ** -k for k in range(math.ceil(-math.log10(smallest / 2)), -1, -1)]  # …, 0.1, 1
+        bottom.set_ylim(decades[0], 8)
+        bottom.set_yticks(decades, [f"{d:g}" for d in decades])
+        bottom.yaxis.set_minor_formatter(NullFormatter())
         bottom.set_ylabel("held-out loss (nats)")
+        bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7, title="baselines",
+                      title_fontsize=8)
         bottom.set_xticks([pos for _, _, pos in slots], ticks, rotation=60, ha="right", fontsize=8)
-        bottom.set_xlim(-0.7, x + 2.2)
+        bottom.set_xlim(-0.7, x - 0.5)
         fig.tight_layout()
         return fig
 

@@ -277,3 +277,11 @@ def test_draw_widen_shows_w_beside_its_tiling_on_one_centred_scale():
     assert len(wide.texts) == 6 * 9 and len(wide.lines) == 2 * 2  # every entry written; block borders
     assert all(t.get_fontsize() >= 9 for ax in (small, wide) for t in ax.get_xticklabels() + ax.texts)
     plt.close(fig)
+
+
+@pytest.mark.parametrize("ablation", [{"residual": False}, {"ffn": False}])
+@pytest.mark.parametrize("grow", [lambda m: minitf.widen(m, 2), minitf.widen_heads, minitf.deepen])
+def test_growing_an_ablated_model_is_refused_with_the_reason(ablation, grow):
+    model = minitf.Transformer(minitf.Config(norm_position="pre", **ablation))
+    with pytest.raises(minitf.GrowthError, match="ablation"):
+        grow(model)
