@@ -15,7 +15,8 @@ JupyterLab server and one Chromium:
 3. use: each widget found in the outputs (by its repr's class name) gets what a learner does with
    it, from INTERACTIONS: a RopeExplorer's slider moves (value, readout and plot change), an
    AttentionSelector's head slider and head switch redraw, NextByteBars' temperature redraws the
-   bars, an Explorer takes typed text and its tooltip shows the hovered number's value;
+   bars, TextSampler's "sample" button draws a new continuation, an Explorer takes typed text and
+   its tooltip shows the hovered number's value;
 4. screenshots of every widget, stored and live, go to build/browser/<notebook>/ (failure.png on
    failure); the server and every kernel are always stopped; no notebook file is changed.
 
@@ -394,6 +395,29 @@ def use_next_byte_bars(page, widget, out_dir: pathlib.Path, tag: str) -> list[st
     return [move_slider(page, widget, "temperature", out_dir, f"{tag}-temperature")]
 
 
+def use_text_sampler(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
+    """Press "sample": a new continuation is drawn, so the text or the bars must change."""
+    done = [move_slider(page, widget, "temperature", out_dir, f"{tag}-temperature")]
+    button = widget.locator("button", has_text="sample")
+    if button.count() == 0:
+        raise CheckFailed("the text sampler has no 'sample' button")
+    text_before = widget.locator(".widget-html").first.inner_text() if widget.locator(".widget-html").count() else ""
+    plots_before = plots(widget)
+    button.first.scroll_into_view_if_needed()
+    button.first.click()
+
+    def redrawn():
+        kernel_errors(page)
+        text = widget.locator(".widget-html").first.inner_text() if widget.locator(".widget-html").count() else ""
+        return text != text_before or plots(widget) != plots_before
+
+    wait_until(page, redrawn, REDRAW_TIMEOUT, "the sampler to draw a new continuation")
+    wait_idle(page, REDRAW_TIMEOUT, "the kernel to go idle after sampling", settle=5)
+    kernel_errors(page)
+    widget.screenshot(path=str(out_dir / f"{tag}-sampled.png"))
+    return done + ["'sample' pressed: a new continuation was drawn"]
+
+
 def use_attention_selector(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
     done = [move_slider(page, widget, "head", out_dir, f"{tag}-head")]
     # HOOK (head ablation, 06): the selector's "switch off this head" checkbox, class mtf-ablate.
@@ -472,6 +496,7 @@ INTERACTIONS = {
     "RopeExplorer": use_rope_explorer,
     "AttentionSelector": use_attention_selector,
     "NextByteBars": use_next_byte_bars,
+    "TextSampler": use_text_sampler,
     "Explorer": use_explorer,
 }
 
