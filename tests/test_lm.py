@@ -17,13 +17,6 @@ SHAKESPEARE = "data/text/tinyshakespeare.txt"
 LM = ROOT / "data" / "checkpoints" / "lm.pt"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 def model_of(dtype=torch.float32, **changes):
     torch.manual_seed(0)

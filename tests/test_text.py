@@ -11,14 +11,6 @@ from minitf.text import evaluate_text, random_windows, tiled_windows
 SHAKESPEARE = "data/text/tinyshakespeare.txt"
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small models train far faster on one thread, above all on a busy machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 def write(tmp_path, data: bytes, name="t.txt"):
     path = tmp_path / name

@@ -395,50 +395,47 @@ def use_next_byte_bars(page, widget, out_dir: pathlib.Path, tag: str) -> list[st
     return [move_slider(page, widget, "temperature", out_dir, f"{tag}-temperature")]
 
 
+def press_and_see_redraw(page, widget, control, act, what: str, shot: pathlib.Path) -> None:
+    """Act on a control (a click, a check) and wait until the widget's text line or picture changes."""
+    def shown():
+        html = widget.locator(".widget-html")
+        return (html.first.inner_text() if html.count() else ""), plots(widget)
+
+    before = shown()
+    control.scroll_into_view_if_needed()
+    act(control)
+
+    def redrawn():
+        kernel_errors(page)
+        return shown() != before
+
+    wait_until(page, redrawn, REDRAW_TIMEOUT, what)
+    wait_idle(page, REDRAW_TIMEOUT, f"the kernel to go idle after {what}", settle=5)
+    kernel_errors(page)
+    widget.screenshot(path=str(shot))
+
+
 def use_text_sampler(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
     """Press "sample": a new continuation is drawn, so the text or the bars must change."""
     done = [move_slider(page, widget, "temperature", out_dir, f"{tag}-temperature")]
     button = widget.locator("button", has_text="sample")
     if button.count() == 0:
         raise CheckFailed("the text sampler has no 'sample' button")
-    text_before = widget.locator(".widget-html").first.inner_text() if widget.locator(".widget-html").count() else ""
-    plots_before = plots(widget)
-    button.first.scroll_into_view_if_needed()
-    button.first.click()
-
-    def redrawn():
-        kernel_errors(page)
-        text = widget.locator(".widget-html").first.inner_text() if widget.locator(".widget-html").count() else ""
-        return text != text_before or plots(widget) != plots_before
-
-    wait_until(page, redrawn, REDRAW_TIMEOUT, "the sampler to draw a new continuation")
-    wait_idle(page, REDRAW_TIMEOUT, "the kernel to go idle after sampling", settle=5)
-    kernel_errors(page)
-    widget.screenshot(path=str(out_dir / f"{tag}-sampled.png"))
+    press_and_see_redraw(page, widget, button.first, lambda b: b.click(),
+                         "the sampler to draw a new continuation", out_dir / f"{tag}-sampled.png")
     return done + ["'sample' pressed: a new continuation was drawn"]
 
 
 def use_attention_selector(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
     done = [move_slider(page, widget, "head", out_dir, f"{tag}-head")]
-    # HOOK (head ablation, 06): the selector's "switch off this head" checkbox, class mtf-ablate.
-    # Switching the head on show off must redraw: the generated output line or the picture changes.
+    # The selector's "switch off this head" checkbox (class mtf-ablate): switching the head on show
+    # off must redraw, the generated output line or the picture changes.
     switch = widget.locator(".mtf-ablate input[type=checkbox]")
     if switch.count() == 0:
-        return done + ["no head switch (.mtf-ablate checkbox) in this selector: not tried"]
-    text_before = widget.locator(".widget-html").first.inner_text() if widget.locator(".widget-html").count() else ""
-    plots_before = plots(widget)
-    switch.first.scroll_into_view_if_needed()
-    switch.first.check()
-
-    def redrawn():
-        kernel_errors(page)
-        text = widget.locator(".widget-html").first.inner_text() if widget.locator(".widget-html").count() else ""
-        return text != text_before or plots(widget) != plots_before
-
-    wait_until(page, redrawn, REDRAW_TIMEOUT, "the selector to redraw after switching the head off")
-    wait_idle(page, REDRAW_TIMEOUT, "the kernel to go idle after the head switch", settle=5)
-    kernel_errors(page)
-    widget.screenshot(path=str(out_dir / f"{tag}-switched-off.png"))
+        raise CheckFailed("the selector has no head switch (.mtf-ablate checkbox)")
+    press_and_see_redraw(page, widget, switch.first, lambda box: box.check(),
+                         "the selector to redraw after switching the head off",
+                         out_dir / f"{tag}-switched-off.png")
     return done + ["head switched off: the selector redrew"]
 
 
