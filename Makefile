@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
+TEST_STAMP := $(VENV)/.installed-lightning-stamp
 
 .PHONY: lab test test-unit test-notebooks bench data clean-venv
 
@@ -11,20 +12,26 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e .
 	touch $(STAMP)
 
+# the tests also cover the optional Lightning extra (minitf.lightning, notebook 10); `make lab` needs
+# only the plain install
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[lightning]"
+	touch $(TEST_STAMP)
+
 lab: $(STAMP)  ## open JupyterLab on the notebooks
 	$(VENV)/bin/jupyter lab notebooks/
 
-test: $(STAMP)  ## unit tests and every notebook re-run and compared with its stored outputs
+test: $(TEST_STAMP)  ## unit tests and every notebook re-run and compared with its stored outputs
 	$(PY) -m pytest --nbval tests notebooks
 
-test-unit: $(STAMP)
+test-unit: $(TEST_STAMP)
 	$(PY) -m pytest tests
 
-test-notebooks: $(STAMP)
+test-notebooks: $(TEST_STAMP)
 	$(PY) -m pytest --nbval notebooks
 
 .PHONY: test-browser
-test-browser: $(STAMP)  ## every notebook in JupyterLab in headless Chromium: stored outputs and widget pictures, run all, use each widget
+test-browser: $(TEST_STAMP)  ## every notebook in JupyterLab in headless Chromium: stored outputs and widget pictures, run all, use each widget
 	bash tests/browser/install.sh $(PY)
 	$(PY) tests/browser/check_notebooks.py
 

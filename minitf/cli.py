@@ -1,6 +1,8 @@
 """`python -m minitf …`: check and make data, train, evaluate, generate from the command line.
 
-Pairs by default; `--text FILE` trains and evaluates a language model on a text file instead."""
+Pairs by default; `--text FILE` trains and evaluates a language model on a text file instead.
+`--device` runs on a GPU; `train --trainer lightning` hands the same training to PyTorch Lightning
+(several GPUs or machines with --devices, --num-nodes, --strategy ddp)."""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +15,7 @@ from pathlib import Path
 from .checkpoint import CheckpointError, load, save
 from .config import Config
 from .data import TASKS, DataError, make_pairs, make_splits, read_pairs, write_pairs
+from .devices import CHOICES as DEVICES, pick_device
 from .evaluate import evaluate
 from .generate import generate, generate_text
 from .model import Transformer, count_parameters
@@ -76,6 +79,9 @@ def cmd_train(args) -> int:
         return fail(f"{args.out} exists; pass --force to replace it")
     import torch
     torch.set_num_threads(args.threads)
+    if args.trainer == "lightning" and args.device:
+        return fail("--device is for --trainer minitf; Lightning takes --accelerator and --devices")
+    device = pick_device(args.device or "cpu")
     torch.manual_seed(args.seed)
     config = config_from_args(args)
     if args.text:
@@ -87,11 +93,19 @@ def cmd_train(args) -> int:
         train_data, val_data = train_val_pairs(args)
         described = (f"{len(train_data)} training pairs "
                      f"({'from ' + args.train if args.train else f'generated {args.task}'})")
-    model = Transformer(config)
-    print(f"model: {count_parameters(model):,} parameters, {described}")
-    hist = train(model, train_data, val_data, steps=args.steps, batch_size=args.batch_size,
-                 lr=args.lr, warmup=args.warmup, seed=args.seed, eval_every=args.eval_every,
-                 progress=not args.no_progress)
+    model = Transformer(config)  # initialised on the CPU: the same weights whatever the device
+    if args.trainer == "lightning":
+        hist, run = train_with_lightning(args, model, train_data, val_data, described)
+        if hist is None:
+            return 0  # a DDP process other than the first: the first one reports and saves
+    else:
+        model.to(device)
+        on = "" if device.type == "cpu" else f" on {device}"
+        print(f"model: {count_parameters(model):,} parameters{on}, {described}")
+        hist = train(model, train_data, val_data, steps=args.steps, batch_size=args.batch_size,
+                     lr=args.lr, warmup=args.warmup, seed=args.seed, eval_every=args.eval_every,
+                     progress=not args.no_progress)
+        run = {} if device.type == "cpu" else {"device": str(device)}
     for v in hist.val:
         if args.text:
             print(f"step {v['step']:6d}  val loss {v['loss']:.4f} nats/byte  "
@@ -107,13 +121,41 @@ def cmd_train(args) -> int:
     save(model, args.out, overwrite=args.force, metadata={
         "command": args.command_line, "steps": args.steps, "seed": args.seed,
         "train_seconds": round(hist.seconds, 1), "val": final, "val_curve": hist.val,
-        "loss_curve_every": every, "loss_curve": curve, **kind})
+        "loss_curve_every": every, "loss_curve": curve, **kind, **run})
     print(f"trained {args.steps} steps in {hist.seconds:.1f} s; saved {args.out}")
     return 0
 
 
+def train_with_lightning(args, model, train_data, val_data, described):
+    """`train --trainer lightning`: (History, what to record of the run), or (None, None) in every
+    process but the first of a multi-process run."""
+    import lightning
+    from lightning.pytorch.utilities import rank_zero_only
+
+    from .lightning import MinitfDataModule, fit
+
+    options = {"accelerator": args.accelerator, "devices": args.devices, "strategy": args.strategy,
+               "precision": args.precision, "num_nodes": args.num_nodes}
+    if rank_zero_only.rank == 0:
+        print(f"model: {count_parameters(model):,} parameters, {described}; Lightning "
+              + ", ".join(f"{k} {v}" for k, v in options.items()))
+    data = MinitfDataModule(train_data, val_data, batch_size=args.batch_size, seed=args.seed)
+    hist = fit(model, data, steps=args.steps, lr=args.lr, warmup=args.warmup, seed=args.seed,
+               eval_every=args.eval_every, enable_progress_bar=not args.no_progress, **options)
+    if not hist.trainer.is_global_zero:
+        return None, None
+    model.cpu()
+    return hist, {"trainer": {"lightning": lightning.__version__, **options,
+                              "processes": hist.trainer.world_size}}
+
+
+def devices_arg(value: str):
+    """Lightning's --devices: a count, or "auto"."""
+    return value if value == "auto" else int(value)
+
+
 def cmd_eval(args) -> int:
-    model = load(args.checkpoint)
+    model = load(args.checkpoint).to(pick_device(args.device))
     if args.text:
         context = args.context or model.metadata.get("context", model.config.max_len)
         text = read_text(args.text, context, max_len=model.config.max_len)
@@ -135,7 +177,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_generate(args) -> int:
-    model = load(args.checkpoint)
+    model = load(args.checkpoint).to(pick_device(args.device))
     if "text" in model.metadata:  # a language model: continue each prompt
         for prompt in args.text:
             out = generate_text(model, prompt, args.max_new or 200, greedy=args.greedy,
@@ -204,6 +246,19 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--threads", type=int, default=1,
                    help="CPU threads (models this small train fastest on one)")
+    t.add_argument("--device", choices=DEVICES, default=None,
+                   help="where minitf trains: auto = cuda, else mps, else cpu. Default cpu: the "
+                   "course's models are tiny (faster there) and the CPU repeats stored results exactly")
+    t.add_argument("--trainer", choices=["minitf", "lightning"], default="minitf",
+                   help="lightning: the same training run by PyTorch Lightning "
+                   "(pip install -e '.[lightning]'), with the four options below")
+    t.add_argument("--accelerator", default="auto", help="with --trainer lightning: cpu, gpu, mps, auto")
+    t.add_argument("--devices", type=devices_arg, default=1,
+                   help="with --trainer lightning: processes/GPUs per machine (or auto)")
+    t.add_argument("--num-nodes", type=int, default=1, help="with --trainer lightning: machines")
+    t.add_argument("--strategy", default="auto", help="with --trainer lightning: e.g. ddp")
+    t.add_argument("--precision", default="32-true",
+                   help="with --trainer lightning: 32-true, bf16-mixed, 16-mixed, 64-true")
     t.add_argument("--out", required=True, help="checkpoint path")
     t.add_argument("--force", action="store_true", help="replace an existing checkpoint")
     t.add_argument("--no-progress", action="store_true")
@@ -216,6 +271,7 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--text", help="text file: scored on its last 10 %%")
     e.add_argument("--context", type=int, default=None,
                    help="window length (default: the checkpoint's training context)")
+    e.add_argument("--device", choices=DEVICES, default="cpu", help="auto = cuda, else mps, else cpu")
     e.set_defaults(func=cmd_eval)
 
     g = sub.add_parser("generate", help="print the model's output for each input (a language "
@@ -231,6 +287,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=None, help="random seed: the same text every time")
     g.add_argument("--max-new", type=int, default=None,
                    help="bytes to generate (default: 64 for pairs, up to EOS; 200 for a language model)")
+    g.add_argument("--device", choices=DEVICES, default="cpu", help="auto = cuda, else mps, else cpu")
     g.set_defaults(func=cmd_generate)
     return p
 

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from .data import Pair, make_batch
+from .devices import device_of
 from .generate import generate_ids
 from .tokens import EOS, IGNORE, TAB
 
@@ -24,7 +25,7 @@ def greedy_outputs(model, inputs: list[bytes], max_new_tokens: int) -> list[byte
         by_len[len(x)].append(i)
     outs: list[bytes | None] = [None] * len(inputs)
     for n, rows in by_len.items():
-        prompts = torch.tensor([[*inputs[i], TAB] for i in rows])
+        prompts = torch.tensor([[*inputs[i], TAB] for i in rows], device=device_of(model))
         seq = generate_ids(model, prompts, max_new_tokens)
         for i, row in zip(rows, seq[:, n + 1:].tolist()):
             outs[i] = bytes(row[:row.index(EOS)]) if EOS in row else None
@@ -39,9 +40,10 @@ def evaluate(model, pairs: list[Pair], batch_size: int = 512) -> dict:
         raise ValueError("evaluate needs at least one pair")
     was_training = model.training
     model.eval()
+    device = device_of(model)
     total_loss, correct, count = 0.0, 0, 0
     for start in range(0, len(pairs), batch_size):
-        ids, targets = make_batch(pairs[start:start + batch_size])
+        ids, targets = (t.to(device) for t in make_batch(pairs[start:start + batch_size]))
         logits = model(ids)
         keep = targets != IGNORE
         n = int(keep.sum())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from .devices import device_of
 from .kv_cache import KVCache, forward_cached
 from .tokens import EOS, TAB, to_bytes
 
@@ -52,7 +53,19 @@ def next_token(logits: torch.Tensor, temperature: float = 0.0, top_k: int | None
     if temperature == 0:
         return logits.argmax(-1)
     probs = next_byte_probs(logits, temperature, top_k, top_p)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    return sample(probs, generator).squeeze(-1)
+
+
+def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One draw per row of probs (..., V): (..., 1), on probs' device.
+
+    With a generator the draw happens on the generator's device (minitf's are on the CPU), so a
+    random seed gives the same bytes whether the model runs on a CPU or a GPU (up to the last
+    digits of the probabilities); copying 256 probabilities per byte costs next to nothing.
+    """
+    if generator is None:
+        return torch.multinomial(probs, 1)
+    return torch.multinomial(probs.to(generator.device), 1, generator=generator).to(probs.device)
 
 
 def check_sampling(temperature: float, top_k: int | None, top_p: float | None, greedy: bool,
@@ -80,7 +93,7 @@ def generate_ids(model, prompts: torch.Tensor, max_new_tokens: int, temperature:
     """
     was_training = model.training
     model.eval()
-    seq, done = prompts, torch.zeros(len(prompts), dtype=torch.bool)
+    seq, done = prompts, torch.zeros(len(prompts), dtype=torch.bool, device=prompts.device)
     for _ in range(max_new_tokens):
         if seq.size(1) >= model.config.max_len:
             break
@@ -106,7 +119,8 @@ def generate(model, text: bytes | str, max_new_tokens: int = 64, temperature: fl
     if not prompt:
         raise ValueError("generate needs a non-empty prompt")
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
-    out = generate_ids(model, torch.tensor([prompt]), max_new_tokens, temperature, top_k, gen, top_p)
+    prompts = torch.tensor([prompt], device=device_of(model))  # (1, T0)
+    out = generate_ids(model, prompts, max_new_tokens, temperature, top_k, gen, top_p)
     new = out[0, len(prompt):].tolist()
     return bytes(new[:new.index(EOS)] if EOS in new else new)
 
@@ -126,17 +140,17 @@ def continue_ids(model, prompt: list[int], max_new_tokens: int, pick, cache: boo
         raise ValueError("generation needs a non-empty prompt")
     was_training = model.training
     model.eval()
-    max_len = model.config.max_len
+    max_len, device = model.config.max_len, device_of(model)
     window = list(prompt[-max_len:])
     kv, new, rows = None, [], []
     for _ in range(max_new_tokens):
         if not cache:
-            logits = model(torch.tensor([window]))[0, -1]  # (V,)
+            logits = model(torch.tensor([window], device=device))[0, -1]  # (V,)
         elif kv is None:  # read the whole window, filling the cache
             kv = KVCache(len(model.blocks))
-            logits = forward_cached(model, torch.tensor([window]), kv)[0, -1]
+            logits = forward_cached(model, torch.tensor([window], device=device), kv)[0, -1]
         else:             # only the byte appended last
-            logits = forward_cached(model, torch.tensor([window[-1:]]), kv)[0, -1]
+            logits = forward_cached(model, torch.tensor([window[-1:]], device=device), kv)[0, -1]
         nxt = int(pick(logits))
         rows.append(logits)
         new.append(nxt)
@@ -144,7 +158,7 @@ def continue_ids(model, prompt: list[int], max_new_tokens: int, pick, cache: boo
         if len(window) > max_len:
             window, kv = window[-(max_len // 2):], None
     model.train(was_training)
-    return new, torch.stack(rows) if rows else torch.empty(0, model.config.vocab_size)
+    return new, torch.stack(rows) if rows else torch.empty(0, model.config.vocab_size, device=device)
 
 
 def generate_text(model, prompt: bytes | str, max_new_tokens: int = 200, *, temperature: float = 1.0,
@@ -164,7 +178,7 @@ def generate_text(model, prompt: bytes | str, max_new_tokens: int = 200, *, temp
     def pick(logits):
         if greedy:
             return logits.argmax()
-        return torch.multinomial(next_byte_probs(logits, temperature, top_k, top_p), 1, generator=gen)
+        return sample(next_byte_probs(logits, temperature, top_k, top_p), gen)
 
     new, _ = continue_ids(model, list(to_bytes(prompt)), max_new_tokens, pick, cache)
     return bytes(new)

@@ -90,7 +90,8 @@ def cached_attention(attn, x, cos, sin, cache: KVCache, layer: int) -> torch.Ten
     k, v = cache.append(layer, k, v)  # (B, H, start + T, hd)
     start = k.size(2) - T
     # new position start+i may look at keys 0 … start+i (True = may look, as SDPA wants it)
-    allowed = torch.arange(k.size(2)) <= start + torch.arange(T)[:, None]  # (T, start + T)
+    keys, new = torch.arange(k.size(2), device=k.device), torch.arange(T, device=k.device)
+    allowed = keys <= start + new[:, None]  # (T, start + T)
     y = F.scaled_dot_product_attention(q, k, v, attn_mask=None if T == 1 else allowed)
     y = y.transpose(1, 2).reshape(B, T, attn.n_heads * attn.head_dim)  # (B, T, H·hd)
     return attn.out(y)

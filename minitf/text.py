@@ -18,6 +18,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .devices import device_of
+
 VOCAB = 256
 VAL_FRACTION = 0.1
 LN2 = math.log(2)
@@ -132,11 +134,13 @@ def evaluate_text(model, part: TextPart, max_windows: int | None = None,
     check_fits(part, model)
     was_training = model.training
     model.eval()
+    device = device_of(model)  # the windows are cut on the CPU, scored where the weights are
     ids, targets = tiled_windows(part, max_windows)
     total = 0.0
     for start in range(0, len(ids), batch_size):
-        logits = model(ids[start:start + batch_size])  # (B, T, 256)
-        total += F.cross_entropy(logits.flatten(0, 1), targets[start:start + batch_size].flatten(),
+        logits = model(ids[start:start + batch_size].to(device))  # (B, T, 256)
+        total += F.cross_entropy(logits.flatten(0, 1),
+                                 targets[start:start + batch_size].flatten().to(device),
                                  reduction="sum").item()
     model.train(was_training)
     loss = total / targets.numel()

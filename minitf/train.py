@@ -11,6 +11,7 @@ from tqdm.auto import tqdm
 
 from . import data, text
 from .data import Pair
+from .devices import device_of
 from .evaluate import evaluate, masked_loss
 from .tokens import IGNORE
 
@@ -56,13 +57,16 @@ def train_step(model, optimizer, ids, targets, clip: float = 1.0) -> torch.Tenso
 
 
 class PairBatches:
-    """Batches of pairs drawn without replacement, epoch after epoch; the loss on the outputs only."""
+    """Batches of pairs drawn without replacement, epoch after epoch; the loss on the outputs only.
+    The pairs are encoded once, onto `device`; the order is drawn on the CPU (the same on every device)."""
 
-    def __init__(self, pairs: list[Pair], batch_size: int, generator: torch.Generator, make_batch=None):
+    def __init__(self, pairs: list[Pair], batch_size: int, generator: torch.Generator, make_batch=None,
+                 device=None):
         if not pairs:
             raise ValueError("train needs at least one training pair")
-        self.ids, self.targets = (make_batch or data.make_batch)(pairs)  # encode once, slice rows per step
-        self.lengths = (self.targets != IGNORE).long().cumsum(1).argmax(1) + 1  # last real target + 1
+        ids, targets = (make_batch or data.make_batch)(pairs)  # encode once, slice rows per step
+        self.ids, self.targets = ids.to(device), targets.to(device)
+        self.lengths = (targets != IGNORE).long().cumsum(1).argmax(1) + 1  # last real target + 1 (CPU)
         self.batch_size = min(batch_size, len(pairs))
         self.generator = generator
         self.order, self.cursor = torch.randperm(len(pairs), generator=generator), 0
@@ -74,17 +78,20 @@ class PairBatches:
         rows = self.order[self.cursor:self.cursor + self.batch_size]
         self.cursor += self.batch_size
         T = int(self.lengths[rows].max())
+        rows = rows.to(self.ids.device)
         return self.ids[rows, :T], self.targets[rows, :T]
 
 
 class TextBatches:
-    """Windows of `context` bytes at random offsets in a text; the loss on every position."""
+    """Windows of `context` bytes at random offsets in a text; the loss on every position.
+    Offsets are drawn on the CPU (the same on every device), the windows then moved to `device`."""
 
-    def __init__(self, part: text.TextPart, batch_size: int, generator: torch.Generator):
-        self.part, self.batch_size, self.generator = part, batch_size, generator
+    def __init__(self, part: text.TextPart, batch_size: int, generator: torch.Generator, device=None):
+        self.part, self.batch_size, self.generator, self.device = part, batch_size, generator, device
 
     def next(self):
-        return text.random_windows(self.part, self.batch_size, self.generator)  # (B, T) each
+        ids, targets = text.random_windows(self.part, self.batch_size, self.generator)  # (B, T) each
+        return ids.to(self.device), targets.to(self.device)
 
 
 def validate(model, val) -> dict:
@@ -106,7 +113,8 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
     - text (a minitf.TextPart, e.g. `minitf.read_text(path, context).train`): the loss on every
       byte of windows of `context` bytes at random offsets.
 
-    Random draws come from a generator seeded with `seed`. val_data (pairs, or a text split such as
+    Batches are built on the model's device (`model.to("cuda")` trains on the GPU); random draws
+    come from a CPU generator seeded with `seed`, so every device sees the same data. val_data (pairs, or a text split such as
     `text.val`) is evaluated every eval_every steps (default: only at the end). Pass the optimizer
     of an earlier run (history.optimizer) to continue with its moments. `stop_when(metrics)` ends
     training at the first validation it returns True for (e.g. exact match ≥ 0.99), so `steps`
@@ -116,11 +124,12 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
         raise ValueError(f"steps must be >= 1, got {steps}")
     torch.manual_seed(seed)  # dropout masks
     gen = torch.Generator().manual_seed(seed)
+    device = device_of(model)
     if isinstance(train_data, text.TextPart):
         text.check_fits(train_data, model)
-        batches = TextBatches(train_data, batch_size, gen)
+        batches = TextBatches(train_data, batch_size, gen, device)
     else:
-        batches = PairBatches(train_data, batch_size, gen, make_batch)
+        batches = PairBatches(train_data, batch_size, gen, make_batch, device)
     if isinstance(val_data, text.TextPart):
         text.check_fits(val_data, model)
     opt = optimizer or make_optimizer(model, lr, weight_decay)

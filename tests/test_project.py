@@ -7,8 +7,14 @@ import tomllib
 from conftest import ROOT
 
 
-def pyproject_pins():
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+def pyproject_pins(extras: bool = False):
+    """name → version of the dependencies; with extras, of the optional ones too, except `browser`
+    (`make test-browser` installs it through tests/browser/install.sh, not the environment)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = list(project["dependencies"])
+    if extras:
+        deps += [d for name, group in project["optional-dependencies"].items() if name != "browser"
+                 for d in group]
     return dict(d.split("==") for d in deps)
 
 
@@ -18,10 +24,23 @@ def test_every_dependency_is_pinned_and_torch_is_2_13():
     assert {"torch", "jupyterlab", "matplotlib", "nbval", "ipywidgets", "tqdm"} <= set(pins)
 
 
-def test_environment_yml_lists_the_same_packages_as_pyproject():
+def test_every_optional_extra_is_pinned():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert extras["lightning"] == ["lightning==2.6.6"]
+    assert all(d.count("==") == 1 for group in extras.values() for d in group)
+
+
+def test_environment_yml_lists_the_same_packages_as_pyproject_extras_included():
     text = (ROOT / "environment.yml").read_text()
     conda = dict(re.findall(r"^\s*-\s*([A-Za-z0-9_.-]+)==([^\s#]+)", text, flags=re.M))
-    assert conda == pyproject_pins()
+    assert conda == pyproject_pins(extras=True)
+
+
+def test_make_test_installs_the_lightning_extra_and_make_lab_does_not():
+    make = (ROOT / "Makefile").read_text()
+    assert '-e ".[lightning]"' in make
+    assert re.search(r"^test: \$\(TEST_STAMP\)", make, flags=re.M)
+    assert re.search(r"^lab: \$\(STAMP\)", make, flags=re.M)
 
 
 def test_ci_runs_the_readme_test_command():
