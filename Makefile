@@ -12,13 +12,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e .
 	touch $(STAMP)
 
-# the tests also cover the optional Lightning extra (minitf.lightning, notebook 10); `make lab` needs
-# only the plain install
+# the optional Lightning extra (minitf.lightning, notebook 10): small, so the course's own commands
+# install it; `pip install -e .` alone leaves it out
 $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[lightning]"
 	touch $(TEST_STAMP)
 
-lab: $(STAMP)  ## open JupyterLab on the notebooks
+lab: $(TEST_STAMP)  ## open JupyterLab on the notebooks
 	$(VENV)/bin/jupyter lab notebooks/
 
 test: $(TEST_STAMP)  ## unit tests and every notebook re-run and compared with its stored outputs

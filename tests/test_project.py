@@ -36,11 +36,11 @@ def test_environment_yml_lists_the_same_packages_as_pyproject_extras_included():
     assert conda == pyproject_pins(extras=True)
 
 
-def test_make_test_installs_the_lightning_extra_and_make_lab_does_not():
+def test_make_test_and_make_lab_install_the_lightning_extra_notebook_10_needs():
     make = (ROOT / "Makefile").read_text()
     assert '-e ".[lightning]"' in make
     assert re.search(r"^test: \$\(TEST_STAMP\)", make, flags=re.M)
-    assert re.search(r"^lab: \$\(STAMP\)", make, flags=re.M)
+    assert re.search(r"^lab: \$\(TEST_STAMP\)", make, flags=re.M)
 
 
 def test_ci_runs_the_readme_test_command():
