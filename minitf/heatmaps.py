@@ -76,7 +76,8 @@ def head_scores(model, pairs: list[Pair], task: str) -> torch.Tensor:
     return hits / total
 
 
-LABEL_PX = 9.5  # the smallest tick label, in pixels at the notebooks' 110 dpi
+LABEL_PX = 12.5  # the smallest tick label font, in pixels at the notebooks' 110 dpi: capitals of
+# the monospace font are 0.73 of it, 9 px; a panel needs LABEL_PX per byte for the labels not to touch
 
 
 def label_size(panel_inches: float, n_labels: int, dpi: float = 110.0) -> float:
@@ -114,8 +115,9 @@ def mark_sources(ax, task: str, n_input: int, n_output: int) -> None:
 
 def plot_attention(weights: list[torch.Tensor], labels: list[str], layers=None, heads=None,
                    size: float = 2.6, colorbar: bool = True, title: str = ""):
-    """A grid of heatmaps, one row per layer and one column per head, with one shared colorbar;
-    returns a matplotlib Figure. Byte labels on the left column and the bottom row only.
+    """A grid of heatmaps, one row per layer and one column per head, each panel `size` inches square,
+    with one shared colorbar; returns a matplotlib Figure. Byte labels on the left column and the
+    bottom row only.
 
     A bare Figure (not pyplot) so it can be drawn into a widget without touching global state.
     """
@@ -127,13 +129,15 @@ def plot_attention(weights: list[torch.Tensor], labels: list[str], layers=None, 
     fontsize = label_size(size, len(labels))
     label_room = 0.12 + fontsize / 72 * 1.2  # one monospace glyph and its padding
     top = 0.75 if title else 0.4
-    width = size * len(heads) + 0.3 + label_room + bar
-    height = size * len(layers) + 0.35 + top + label_room
+    gap, row_gap = 0.15, 0.45  # inches between panels; a row gap holds the next row's titles
+    width = size * len(heads) + gap * (len(heads) - 1) + 0.3 + label_room + 0.1 + bar
+    height = size * len(layers) + row_gap * (len(layers) - 1) + 0.35 + top + label_room
     fig = Figure(figsize=(width, height))
-    # fixed margins in inches: a layout engine would redo the layout on every draw, 2-3× slower
+    # fixed margins in inches, so each panel is `size` wide and its labels get the room label_size
+    # gave them; a layout engine would also redo the layout on every draw, 2-3× slower
     fig.subplots_adjust(left=(0.3 + label_room) / width, right=1 - (0.1 + bar) / width,
                         bottom=(0.35 + label_room) / height, top=1 - top / height,
-                        wspace=0.08, hspace=0.25)
+                        wspace=gap / size, hspace=row_gap / size)
     if title:
         fig.suptitle(title, fontsize=11, y=1 - 0.12 / height, va="top")
     axes = fig.subplots(len(layers), len(heads), squeeze=False)

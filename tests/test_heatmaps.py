@@ -106,15 +106,34 @@ def test_plot_attention_draws_one_panel_per_layer_and_head_with_byte_labels_and_
                                weights[1][0].double(), check_dtype=False)
 
 
+def capital_px(label, dpi):
+    """How tall a capital letter of this tick label's font is drawn, in pixels."""
+    from matplotlib.textpath import TextPath
+
+    points = TextPath((0, 0), "H", size=label.get_fontsize(), prop=label.get_fontproperties())
+    return points.get_extents().height * dpi / 72
+
+
 @pytest.mark.parametrize("size,n_labels", [(2.0, 18), (2.0, 30), (7.0, 25)])
-def test_byte_labels_are_at_least_9_px(size, n_labels):
+def test_byte_labels_have_capitals_at_least_9_px_tall(size, n_labels):
     weights = [torch.full((2, n_labels, n_labels), 1 / n_labels)]
     fig = heatmaps.plot_attention(weights, ["a"] * n_labels, size=size)
     dpi = minitf.notebook.FIGURE_DPI
     for ax in fig.axes[:-1]:
         for t in ax.get_xticklabels() + ax.get_yticklabels():
-            assert t.get_fontsize() * dpi / 72 >= 9
+            assert capital_px(t, dpi) >= 9
 
+
+def test_each_panel_is_size_inches_square_so_18_bytes_fit_at_2_05():
+    """06 draws all 8 heads of an 18-byte sequence at size 2.05: each label's font fits its byte's row."""
+    n, size = 18, 2.05
+    fig = heatmaps.plot_attention([torch.full((4, n, n), 1 / n)] * 2, ["a"] * n, size=size)
+    for ax in fig.axes[:-1]:
+        ax.apply_aspect()
+        box = ax.get_position()
+        assert box.width * fig.get_figwidth() == pytest.approx(size, abs=0.01)
+        assert box.height * fig.get_figheight() == pytest.approx(size, abs=0.01)
+    assert size * 72 / n >= heatmaps.label_size(size, n)
 
 def test_selector_redraws_when_a_control_changes():
     model, wide = small_model(), minitf.Transformer(minitf.Config(d_model=8, n_heads=4, n_layers=3))
