@@ -7,11 +7,13 @@ import math
 import pathlib
 import subprocess
 import sys
+import warnings
 
 import pytest
 
 import minitf
 from minitf.explorer import MAX_BYTES, STATIC, build_view, from_text, to_text
+from minitf.heatmaps import byte_labels
 from minitf.trace import fmt
 
 ROOT = pathlib.Path(__file__).parents[1]
@@ -132,6 +134,64 @@ def test_repr_is_stable_and_the_static_view_is_a_png(tiny):
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == a.widget.model_id
     assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
     assert "0x" not in repr(a.widget)
+
+
+def drawn_texts(fig) -> list:
+    """Every piece of text a figure shows (tick labels are filled in when it is drawn)."""
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    return [t for t in fig.findobj(Text) if t.get_visible() and t.get_text()
+            and t.get_figure() is fig]
+
+
+def escaped(labels):
+    """Labels as the picture writes them: a pair of `$` would be read as mathtext."""
+    return [label.replace("$", r"\$") for label in labels]
+
+
+@pytest.mark.parametrize("checkpoint, text", [("tiny", "Hi\t"), ("tiny", "Hello"),
+                                              ("shift", "Hi\t"), ("tiny", "a b\x00$x$")])
+def test_the_picture_is_legible_and_draws_without_warnings(checkpoint, text):
+    """The stored notebooks show this picture: 9 pt or more at their 110 dpi, bytes as
+    byte_labels shows them (a raw TAB was a missing-glyph box and a warning), every section the
+    notebooks point to, a key for every colour."""
+    ex = minitf.Explorer(minitf.load(ROOT / "data" / "checkpoints" / f"{checkpoint}.pt"), text)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        png = ex.static_png()
+        fig = ex.static_figure()
+        texts = drawn_texts(fig)
+    assert not [str(w.message) for w in caught]  # e.g. "Glyph 9 missing from font"
+    assert png.startswith(b"\x89PNG")
+    png_width = int.from_bytes(png[16:20], "big")  # the IHDR chunk's first field
+    assert abs(png_width - fig.get_size_inches()[0] * minitf.notebook.FIGURE_DPI) < 1
+    assert min(t.get_fontsize() for t in texts) >= 9
+    shown = [t.get_text() for t in texts]
+    assert not any(ord(ch) < 32 or ord(ch) == 127 for s in shown for ch in s)  # no raw TAB etc.
+    assert "A picture of minitf.Explorer: run the cell to see and hover every number" in shown
+    for part in ("(a) the bytes and their embedding rows", "(b) the attention weights",
+                 "(c) layer 0 · feed-forward", "(d) the next byte"):
+        assert any(s.startswith(part) for s in shown), part
+    c, labels = ex.trace.config, escaped(byte_labels(ex.trace.ids))
+    for l in range(c.n_layers):
+        for h in range(c.n_heads):
+            assert f"layer {l} · head {h}" in shown
+    assert all(label in shown for label in labels)  # the weights' column labels
+    assert shown.count("value") == 2 and "attention weight" in shown  # the colorbars' labels
+    nxt = ex.trace.next_byte()
+    assert f"{escaped(byte_labels([nxt]))[0]}  ({nxt})" in shown  # the top next byte
+
+
+def test_the_picture_labels_bytes_as_byte_labels_does(tiny):
+    assert repr(minitf.Explorer(tiny, "Hi\t")).startswith('Explorer("Hi⇥", following position 2')
+    texts = [t.get_text() for t in drawn_texts(minitf.Explorer(tiny, "a b\t").static_figure())]
+    assert "0: a  id 97" in texts and "1: ␣  id 32" in texts and "3: ⇥  id 9" in texts
+    assert any(s.startswith("input a␣b⇥ (4 bytes), following position t=3 '⇥'")
+               for s in texts)
+    error = minitf.Explorer(tiny, "").static_figure()
+    assert [t.get_text() for t in drawn_texts(error)] == [
+        "minitf.Explorer: type 1 to 32 bytes (got 0)"]
 
 
 def test_the_view_can_be_built_from_any_trace(tiny):
