@@ -72,6 +72,22 @@ def test_plot_is_a_figure_with_two_panels(ladder):
     assert fig.axes[1].get_yscale() == "log"
 
 
+def test_plot_reads_at_its_size_with_one_baseline_line_and_no_empty_slot(ladder):
+    """Rung names ≥ 10 pt; only the length oracle drawn (the other baselines crowd it on a log axis
+    and are in the table); the axis ends just after the last bar, even for a single rung."""
+    for rungs in (("causal mask",), ("FFN", "residual", "norm position", "norm", "head_dim")):
+        top, bottom = ladder.only(*rungs).plot().axes
+        titles = [t for t in top.texts if t.get_text().replace("\n", " ") in rungs]
+        assert len(titles) == len(rungs) and all(t.get_fontsize() >= 10 for t in titles)
+        oracle = ladder.baselines["copy"]["length_oracle"]
+        lines = [line.get_ydata()[0] for line in bottom.get_lines()]
+        assert lines == [oracle] and bottom.get_legend() is None
+        assert any(t.get_text().startswith(f"length oracle {oracle:.2f}") for t in bottom.texts)
+        right_edge = max(bar.get_x() + bar.get_width() for bar in bottom.patches if bar.get_height() > 0
+                         and bar.get_width() < 1)
+        assert bottom.get_xlim()[1] - right_edge < 0.6
+
+
 def test_the_ladder_script_runs_and_writes_what_the_loader_reads(tmp_path):
     out = tmp_path / "ladder.json"
     subprocess.run([sys.executable, str(ROOT / "bench" / "ablation.py"), "--quick", "--tasks", "copy",
