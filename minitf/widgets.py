@@ -194,7 +194,7 @@ class RopeExplorer(ShowsPicture):
 
         fig = Figure(figsize=(9, 4.4), layout="constrained")
         plane, curve = fig.subplots(1, 2, width_ratios=(1, 1.3))
-        r = max(float(state["q_pair"].norm()), float(state["k_pair"].norm()), 1e-9) * 1.15
+        r = max(float(state["q_pair"].norm()), float(state["k_pair"].norm()), 1e-9) * 1.45  # room for the labels
         for name, before, after, color in (("q", state["q_pair"], state["q_rot"], "tab:blue"),
                                            ("k", state["k_pair"], state["k_rot"], "tab:orange")):
             plane.annotate("", xy=after.tolist(), xytext=(0, 0), zorder=2,
@@ -203,8 +203,15 @@ class RopeExplorer(ShowsPicture):
             plane.annotate("", xy=before.tolist(), xytext=(0, 0), zorder=3,
                            arrowprops={"arrowstyle": "->", "color": color, "lw": 1.3, "ls": (0, (3, 2)),
                                        "shrinkA": 0, "shrinkB": 0})
-            plane.text(*(after * 1.08).tolist(), f"{name} at {'m' if name == 'q' else 'n'}",
-                       color=color, fontsize=10, ha="center", va="center", weight="bold")
+            # the label just past the arrow's tip, away from the origin, on a white ground so the
+            # axis lines and the other arrow never run through it
+            x, y = after.tolist()
+            norm = max(math.hypot(x, y), 1e-12)
+            plane.annotate(f"{name} at {'m' if name == 'q' else 'n'}", xy=(x, y),
+                           xytext=(12 * x / norm, 12 * y / norm), textcoords="offset points",
+                           ha="left" if x >= 0 else "right", va="bottom" if y >= 0 else "top",
+                           color=color, fontsize=10, weight="bold", zorder=4,
+                           bbox={"fc": "white", "ec": "none", "alpha": 0.85, "pad": 1})
         k_deg = math.degrees(math.atan2(float(state["k_rot"][1]), float(state["k_rot"][0])))
         a_deg = math.degrees(state["angle"])
         radius = 0.45 * min(float(state["q_rot"].norm()), float(state["k_rot"].norm()))
