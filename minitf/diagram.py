@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torch import nn
-
 from .config import Config
 from .model import Transformer, count_parameters
 

@@ -5,8 +5,6 @@ predict, each square coloured by its role, so the output-only loss can be seen a
 """
 from __future__ import annotations
 
-import torch
-
 from .data import make_batch, sequence
 from .tokens import IGNORE, show
 

@@ -17,7 +17,10 @@ import statistics
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-ABLATION_JSON = Path(__file__).resolve().parents[1] / "bench" / "results" / "ablation.json"
+from .config import Config
+
+RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"  # what `make bench` stores
+ABLATION_JSON = RESULTS / "ablation.json"
 BASELINE_LABELS = {"uniform_256": "uniform 256", "uniform_96": "uniform 95+EOS",
                    "unigram": "unigram", "length_oracle": "length oracle"}
 
@@ -216,7 +219,6 @@ def load_ablation(path=ABLATION_JSON) -> Ablation:
 
 # --- Origami growth (notebook 07): bench/origami_growth.py and bench/origami_recipe_growth.py -------
 
-GROWTH_RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"
 
 _GROWTH_NAMES = {  # the benchmark's arm → what it did, in words
     "scratch": "from scratch",
@@ -302,8 +304,8 @@ class RecipeRun:
 @dataclass
 class RecipeGrowthResults:
     """bench/origami_recipe_growth.py: growing into RECIPE.md's model, which solves the shift task."""
-    recipe_config: "Config"
-    small_config: "Config"
+    recipe_config: Config
+    small_config: Config
     recipe_parameters: int
     small_parameters: int
     steps: int                    # steps per arm, small and big stages together
@@ -339,7 +341,7 @@ def _growth_points(stages: list[dict]) -> list[float]:
 
 def load_growth(path: Path | None = None) -> GrowthResults:
     """The stored result of bench/origami_growth.py (default bench/results/origami_growth.json)."""
-    raw = json.loads(Path(path or GROWTH_RESULTS / "origami_growth.json").read_text())
+    raw = json.loads(Path(path or RESULTS / "origami_growth.json").read_text())
     runs, seeds = raw["runs"], raw["settings"]["seeds"]
     arms = []
     for key, s in raw["summary"].items():
@@ -351,7 +353,7 @@ def load_growth(path: Path | None = None) -> GrowthResults:
               for r in runs]
     return GrowthResults(raw["small_parameters"], raw["big_parameters"], raw["settings"]["steps"],
                          raw["settings"]["batch_size"], raw["data"]["n_train"], seeds, arms, curves,
-                         GROWTH_RESULTS / "origami_seed_model.pt")
+                         RESULTS / "origami_seed_model.pt")
 
 
 _THRESHOLDS = {"exact_match >= 0.99": "exact match ≥ 99 %", "loss <= 0.05": "loss ≤ 0.05",
@@ -360,8 +362,7 @@ _THRESHOLDS = {"exact_match >= 0.99": "exact match ≥ 99 %", "loss <= 0.05": "l
 
 def load_recipe_growth(path: Path | None = None) -> RecipeGrowthResults:
     """The stored result of bench/origami_recipe_growth.py (default bench/results/origami_recipe_growth.json)."""
-    from .config import Config
-    raw = json.loads(Path(path or GROWTH_RESULTS / "origami_recipe_growth.json").read_text())
+    raw = json.loads(Path(path or RESULTS / "origami_recipe_growth.json").read_text())
     s = raw["settings"]
     runs, curves = [], []
     for r in raw["runs"]:

@@ -1,6 +1,5 @@
 """Claims notebooks 03 (attention) and 04 (FFN block) make in words, checked here so the notebooks
 can state them without a wall of asserts."""
-import math
 from pathlib import Path
 
 import pytest

@@ -9,7 +9,7 @@ import torch
 
 import minitf
 from conftest import ROOT
-from minitf import Config, MultiHeadAttention, apply_rope, rope_angles, rope_frequencies
+from minitf import Config, MultiHeadAttention, rope_angles, rope_frequencies
 from minitf.train import make_optimizer
 from minitf.workbook import EXERCISES
 

@@ -10,7 +10,7 @@ import pytest
 
 import minitf
 from minitf.origami import widen
-from minitf.results import GROWTH_RESULTS, load_growth, load_recipe_growth
+from minitf.results import RESULTS, load_growth, load_recipe_growth
 
 
 @pytest.fixture(scope="module")
@@ -25,12 +25,12 @@ def recipe():
 
 @pytest.fixture(scope="module")
 def raw():
-    return json.loads((GROWTH_RESULTS / "origami_growth.json").read_text())
+    return json.loads((RESULTS / "origami_growth.json").read_text())
 
 
 @pytest.fixture(scope="module")
 def rraw():
-    return json.loads((GROWTH_RESULTS / "origami_recipe_growth.json").read_text())
+    return json.loads((RESULTS / "origami_recipe_growth.json").read_text())
 
 
 def r2(xs):
@@ -88,7 +88,7 @@ def test_the_growth_notebook_claims(growth):
 
 def test_the_stored_tiny_model_is_the_one_the_benchmark_saw(growth):
     tiny = growth.start_model()
-    scores = minitf.evaluate(tiny, minitf.read_pairs(GROWTH_RESULTS.parents[1] / "data" / "val.txt"))
+    scores = minitf.evaluate(tiny, minitf.read_pairs(RESULTS.parents[1] / "data" / "val.txt"))
     assert all(abs(scores[k] - tiny.metadata["val"][k]) < 1e-4 for k in scores)
 
 

@@ -1,5 +1,4 @@
 """Training, evaluation, generation."""
-import math
 
 import pytest
 import torch
