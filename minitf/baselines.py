@@ -28,9 +28,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .data import PRINTABLE, Pair
-from .tokens import EOS
+from .tokens import EOS, VOCAB
 
-VOCAB = 256
 
 
 def targets(pair: Pair) -> list[int]:

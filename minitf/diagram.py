@@ -41,7 +41,7 @@ def components(model: Transformer) -> list[Box]:
     ffn = None if ffn_module is None else Box(
         "ffn", "feed-forward (FFN)", f"{C} → {c.d_ff} → {C}, {c.activation}",
         count_parameters(ffn_module), True)
-    residual = getattr(c, "residual", True)
+    residual = c.residual
     add = "add & " if residual else ""
 
     def norm(key):
@@ -76,7 +76,7 @@ def draw_architecture(model: Transformer | Config | None = None, width: float = 
         model = Transformer(model or Config())
     c = model.config
     boxes = components(model)
-    residual = getattr(c, "residual", True)
+    residual = c.residual
     pre = c.norm_position == "pre"
 
     half, gap = 0.3, 0.35                      # half a box's height; extra room around the layer

@@ -22,6 +22,8 @@ from typing import Callable
 
 import torch
 
+from .attention import causal_mask
+
 # The keys of the mistakes recognised, for `hints_by_diagnosis` (and ExerciseError.diagnoses).
 DIAGNOSES = {
     "not_written": "the function still raises NotImplementedError",
@@ -218,7 +220,7 @@ def _causal(mask: torch.Tensor) -> bool:
     if mask.ndim < 2 or mask.size(-1) != mask.size(-2) or mask.size(-1) < 2:
         return False
     T = mask.size(-1)
-    return bool((mask == torch.ones(T, T, dtype=torch.bool).triu(1)).all())
+    return bool((mask == causal_mask(T)).all())
 
 
 def _rows_sum_to_1(x: torch.Tensor) -> bool:
@@ -348,7 +350,7 @@ def _future_leak(got, exp, ctx):
     """Attention weights that look ahead where the expected ones are lower-triangular."""
     if exp.ndim < 2 or exp.size(-1) != exp.size(-2) or exp.size(-1) < 2:
         return None
-    above = torch.ones(exp.shape[-2:], dtype=torch.bool).triu(1)
+    above = causal_mask(exp.size(-1))
     if (exp[..., above].abs() > ctx.atol).any() or not (exp.abs() > ctx.atol).any():
         return None
     leak = (got.abs() > ctx.atol) & above
@@ -432,7 +434,7 @@ def _mask_future_open(got, exp, ctx):
     i, j = idx[-2:]
     text = (f"yours leaves the future open: it is False at {_index(idx)}, so position {i} may "
             f"look at position {j}, which comes after it")
-    past = got & ~torch.ones(T, T, dtype=torch.bool).triu(1)
+    past = got & ~causal_mask(T)
     if past.any():
         text += "; and it hides some of the past (True at or below the diagonal)"
     return "mask_future_open", text

@@ -39,8 +39,6 @@ DOM hooks for a browser check (all inside the widget's `.mtf-explorer` root):
 """
 from __future__ import annotations
 
-import base64
-import io
 import math
 import pathlib
 
@@ -49,6 +47,7 @@ import torch
 
 from .tokens import show
 from .trace import Trace, trace
+from .widgets import ShowsPicture, figure_png
 
 STATIC = pathlib.Path(__file__).with_name("static")
 WRAP = 8         # a long vector is shown in rows of this many numbers
@@ -197,7 +196,7 @@ def build_view(tr: Trace, position: int) -> dict:
         after = [_vector(tr, f"heads concatenated at {pos}", f"{L}.concat.{t}", H * hd, pos),
                  _vector(tr, f"W_O · concat at {pos}", f"{L}.attn_out.{t}", C, pos),
                  _vector(tr, f"residual sum at {pos}", f"{L}.resid1.{t}", C, pos,
-                         note="x + attention" if getattr(c, "residual", True) else
+                         note="x + attention" if c.residual else
                          "no residual: attention alone")]
         if not pre:
             after += _norm_cards(tr, "norm1", f"{L}.norm1", layer.norm1, t, pos,
@@ -572,7 +571,7 @@ def _widget_class():
     return _WIDGET_CLASS
 
 
-class Explorer:
+class Explorer(ShowsPicture):
     """Every number of `model` on `text`, live: see the module docstring.
 
     `.text` (escaped, as in the text box), `.position` (the followed position; it stays on the
@@ -681,16 +680,9 @@ class Explorer:
                        "see and hover every number")
 
     def static_png(self) -> bytes:
-        """static_figure() as PNG bytes at the notebooks' resolution, whatever the backend."""
+        """static_figure() as PNG bytes at the notebooks' resolution: what a stored notebook shows
+        beside the live widget (ShowsPicture)."""
         from .notebook import FIGURE_DPI
+        return figure_png(self.static_figure(), dpi=FIGURE_DPI)
 
-        png = io.BytesIO()
-        self.static_figure().savefig(png, format="png", dpi=FIGURE_DPI)
-        return png.getvalue()
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        """The live widget, plus text and a PNG for places without a kernel or widget manager."""
-        return {"text/plain": repr(self),
-                "image/png": base64.b64encode(self.static_png()).decode("ascii"),
-                "application/vnd.jupyter.widget-view+json": {
-                    "version_major": 2, "version_minor": 1, "model_id": self.widget.model_id}}
+    picture = static_png

@@ -6,16 +6,12 @@ predict, each square coloured by its role, so the output-only loss can be seen a
 from __future__ import annotations
 
 from .data import make_batch, sequence
-from .tokens import IGNORE, show
+from .tokens import IGNORE, byte_label
 
 # one colour per role, named in the figure's key
 READ_COLOURS = {"input": "#d9d9d9", "TAB": "#6baed6", "output": "#fdae6b", "pad": "#ffffff"}
 SMALL_GLYPHS = {"⇥", "⏎", "␣"}  # drawn small by the font: enlarged to read like letters
 TARGET_COLOURS = {"counted in the loss": "#74c476", "IGNORE (−100): not counted": "#f0f0f0"}
-
-
-def _glyph(byte: int) -> str:
-    return "␣" if byte == 32 else show([byte])
 
 
 def batch_roles(pairs) -> list[list[str]]:
@@ -59,7 +55,7 @@ def draw_batch(pairs, cell: float = 0.62):
                 elif roles[b][t] == "pad" and values is ids:
                     label = "pad"
                 else:
-                    label = _glyph(v)
+                    label = byte_label(v)
                 size = 9 if label == "pad" else 22 if label in SMALL_GLYPHS else 15
                 ax.text(t, b, label, ha="center", va="center", family="monospace", fontsize=size)
         ax.set(xlim=(-0.5, T - 0.5), ylim=(B - 0.5, -0.5), aspect="equal")

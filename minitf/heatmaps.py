@@ -9,18 +9,17 @@ anti-diagonal).
 """
 from __future__ import annotations
 
-import io
 
 import torch
 
 from .data import Pair, sequence
-from .tokens import show, to_bytes
-from .widgets import ShowsPicture, control_values, picture_of
+from .tokens import byte_label, show, to_bytes
+from .widgets import ShowsPicture, control_values, figure_png, picture_of
 
 
 def byte_labels(ids) -> list[str]:
     """One axis label per byte: printable bytes as themselves, space as ␣, TAB as ⇥, EOS as ⏎."""
-    return ["␣" if int(b) == 32 else show([int(b)]) for b in ids]
+    return [byte_label(b) for b in ids]
 
 
 def model_input(pair: Pair | tuple) -> torch.Tensor:
@@ -296,9 +295,7 @@ class AttentionSelector(ShowsPicture):
             if s["name"] in ("copy", "shift", "reverse"):
                 mark_sources(ax, s["name"], len(s["input"]), len(s["output"]))
                 ax.legend(loc="upper right", fontsize=9)
-            png = io.BytesIO()
-            fig.savefig(png, format="png")  # a PNG whatever the matplotlib backend (also in tests)
-            self.out.append_display_data(Image(data=png.getvalue(), format="png"))
+            self.out.append_display_data(Image(data=figure_png(fig), format="png"))
         self.drawn = (self.example.value, self.layer.value, self.head.value)
 
     # how it shows: the live widget, and a picture where widgets cannot run (minitf.widgets)

@@ -35,11 +35,11 @@ from torch.utils.data import DataLoader, IterableDataset
 from .checkpoint import CheckpointError, save
 from .config import Config
 from .data import make_splits, read_pairs
-from .evaluate import evaluate, masked_loss
+from .evaluate import masked_loss
 from .model import Transformer
-from .text import TextPart, check_fits, evaluate_text, read_text
+from .text import TextPart, check_fits, read_text
 from .tokens import IGNORE
-from .train import History, PairBatches, TextBatches, lr_at, make_optimizer
+from .train import History, lr_at, make_batches, make_optimizer, validate
 
 KINDS = ("pairs", "text")
 
@@ -97,8 +97,7 @@ class MinitfModule(L.LightningModule):
 
     def validation_step(self, batch, batch_idx):
         split = batch.data  # the whole validation split (see WholeSplit)
-        metrics = evaluate_text(self.model, split) if self.hparams.kind == "text" \
-            else evaluate(self.model, split)
+        metrics = validate(self.model, split)
         self.val_metrics = metrics
         # every process scores the whole split, so the mean over processes is the same number
         self.log_dict({f"val_{k}": float(v) for k, v in metrics.items() if k != "bytes"},
@@ -167,9 +166,7 @@ class MinitfDataModule(L.LightningDataModule):
 
     def batches(self):
         gen = torch.Generator().manual_seed(self.seed)
-        if self.kind == "text":
-            return TextBatches(self.train_data, self.batch_size, gen)
-        return PairBatches(self.train_data, self.batch_size, gen, self.make_batch)
+        return make_batches(self.train_data, self.batch_size, gen, self.make_batch)
 
     def train_dataloader(self):
         # batch_size=None: the stream yields whole batches. The loaders get generators of their

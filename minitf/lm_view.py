@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .generate import continue_ids, next_byte_probs
+from .generate import continue_ids, next_byte_probs, sample
 from .sampling_view import NextByteBars, _html
 from .tokens import show
 
@@ -48,7 +48,7 @@ class TextSampler(NextByteBars):
         def pick(logits):  # temperature 0: the one-hot of the argmax, so the draw is greedy
             probs = next_byte_probs(logits, temperature, top_k, top_p)
             drawn_from.append(probs)
-            return torch.multinomial(probs, 1, generator=gen)
+            return sample(probs, gen)
 
         new, logits = continue_ids(self.model, list(prompt), self.length, pick)
         step = min(self._wanted_step, len(new) - 1)

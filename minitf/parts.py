@@ -23,7 +23,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import MultiHeadAttention, attention, causal_mask
 from .config import Config
 from .ffn import FeedForward
 from .model import Transformer
@@ -117,8 +117,7 @@ class YourAttention(MultiHeadAttention):
     def attend(self, q, k, v, need_weights: bool):
         if not (self.parts.attention or self.parts.causal_mask):
             return super().attend(q, k, v, need_weights)
-        from .attention import attention, causal_mask
-        make_mask = self.parts.causal_mask or (lambda T: causal_mask(T))
+        make_mask = self.parts.causal_mask or causal_mask
         mask = make_mask(q.size(-2)).to(q.device) if self.causal else None
         return (self.parts.attention or attention)(q, k, v, mask)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from .generate import next_byte_probs
-from .tokens import EOS, TAB, show, to_bytes
+from .tokens import EOS, TAB, byte_label, show, to_bytes
 from .widgets import ShowsPicture, figure_png, output_png, picture_of
 
 
@@ -106,7 +106,7 @@ class NextByteBars(ShowsPicture):
         shown, raw = state["probs"][order].tolist(), state["raw"][order].tolist()
         rest = len(state["probs"]) - len(order)
         x = list(range(len(order) + 1))
-        labels = ["␣" if b == 32 else show([b]) for b in order] + [f"the other\n{rest}"]
+        labels = [byte_label(b) for b in order] + [f"the other\n{rest}"]
         ax.bar(x, shown + [1 - sum(shown)], color="tab:blue", label="sampled from (sliders)")
         ax.bar(x, raw + [1 - sum(raw)], fill=False, edgecolor="0.35", lw=1.2,
                label="the model's own (T = 1, nothing cut)")

@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 
 from .devices import device_of
+from .tokens import VOCAB
 
-VOCAB = 256
 VAL_FRACTION = 0.1
 LN2 = math.log(2)
 

@@ -5,6 +5,7 @@ byte (10), which can never occur inside a field because the pairs files are line
 """
 from __future__ import annotations
 
+VOCAB = 256  # every byte value is a token
 TAB = 9
 EOS = 10  # b"\n": the end-of-output marker generation stops at
 PAD = 0   # fills short rows of a batch; its targets are ignored, so its value never matters
@@ -38,3 +39,8 @@ def show(ids_or_bytes) -> str:
         else:
             out.append(f"\\x{b:02x}")
     return "".join(out)
+
+
+def byte_label(b) -> str:
+    """One byte as a label on its own (an axis tick, a table row): like `show`, and a space as ␣."""
+    return "␣" if int(b) == 32 else show([int(b)])

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .tokens import show, to_bytes
+from .attention import causal_mask
+from .tokens import byte_label, show, to_bytes
 
 
 @dataclass
@@ -101,8 +102,8 @@ class Trace:
 
     @property
     def labels(self) -> list[str]:
-        """One printable label per byte (TAB as →, EOS as ⏎)."""
-        return [show([b]) for b in self.ids]
+        """One printable label per byte (space as ␣, TAB as ⇥, EOS as ⏎)."""
+        return [byte_label(b) for b in self.ids]
 
     def next_byte(self, position: int = -1) -> int:
         """The greedy (argmax) next byte after `position`."""
@@ -202,8 +203,8 @@ def _block(config, block, x) -> LayerTrace:
     T, H, hd = x.size(0), config.n_heads, config.head_dim
     A = H * hd
     pre = config.norm_position == "pre"
-    residual = getattr(config, "residual", True)  # the ablation switches; default: the usual block
-    use_ffn = getattr(config, "ffn", True)
+    residual = config.residual  # the ablation switches (Config.residual, Config.ffn)
+    use_ffn = config.ffn
     attn = block.attn
 
     norm1 = _norm(config.norm, x, block.norm1) if pre else None
@@ -219,7 +220,7 @@ def _block(config, block, x) -> LayerTrace:
     k_rot = _rotate(k, cos, sin) if config.positional == "rope" else k
     v_rot = _rotate(v, cos, sin) if config.rope_on_v else v
     scores = q_rot @ k_rot.transpose(1, 2) / math.sqrt(hd)  # (H, T, T)
-    mask = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1) if config.causal else None
+    mask = causal_mask(T) if config.causal else None
     masked = scores.masked_fill(mask, float("-inf")) if mask is not None else scores
     e = torch.exp(masked - masked.max(-1, keepdim=True).values)  # masked entries: exp(−∞) = 0
     weights = e / e.sum(-1, keepdim=True)
@@ -463,7 +464,7 @@ def _explain_layer(tr: Trace, l: int, p, index, kind: str, value: float, end: st
     layer, c = tr.layers[l], tr.config
     L = f"L{l}"
     pre = c.norm_position == "pre"
-    residual = getattr(c, "residual", True)
+    residual = c.residual
     if kind == "input":
         src = "x0" if l == 0 else f"L{l - 1}.output"
         return f"{L}.input[{index[0]},{index[1]}] = {src}[{index[0]},{index[1]}]{end}   (the " \

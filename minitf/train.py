@@ -94,6 +94,13 @@ class TextBatches:
         return ids.to(self.device), targets.to(self.device)
 
 
+def make_batches(data, batch_size: int, generator: torch.Generator, make_batch=None, device=None):
+    """The batch stream for pairs (output-only targets) or for a text split (every position)."""
+    if isinstance(data, text.TextPart):
+        return TextBatches(data, batch_size, generator, device)
+    return PairBatches(data, batch_size, generator, make_batch, device)
+
+
 def validate(model, val) -> dict:
     """Validation metrics: pairs → loss, char_accuracy, exact_match; a text split → loss, bits_per_byte."""
     if isinstance(val, text.TextPart):
@@ -125,13 +132,10 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
     torch.manual_seed(seed)  # dropout masks
     gen = torch.Generator().manual_seed(seed)
     device = device_of(model)
-    if isinstance(train_data, text.TextPart):
-        text.check_fits(train_data, model)
-        batches = TextBatches(train_data, batch_size, gen, device)
-    else:
-        batches = PairBatches(train_data, batch_size, gen, make_batch, device)
-    if isinstance(val_data, text.TextPart):
-        text.check_fits(val_data, model)
+    for part in (train_data, val_data):
+        if isinstance(part, text.TextPart):
+            text.check_fits(part, model)
+    batches = make_batches(train_data, batch_size, gen, make_batch, device)
     opt = optimizer or make_optimizer(model, lr, weight_decay)
     history = History(optimizer=opt)
     model.train()

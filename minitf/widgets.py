@@ -84,7 +84,10 @@ def live_and_picture(widget, png: bytes, text: str) -> dict:
     PNG (untrusted notebook, GitHub, nbconvert without widget state) or the text.
     """
     bundle = {"text/plain": text, "image/png": base64.b64encode(png).decode("ascii")}
-    view = widget._repr_mimebundle_().get(WIDGET_VIEW) if widget._repr_mimebundle_ else None
+    shown = widget._repr_mimebundle_() if widget._repr_mimebundle_ else None
+    if isinstance(shown, tuple):  # anywidget returns (data, metadata); ipywidgets the data alone
+        shown = shown[0]
+    view = shown.get(WIDGET_VIEW) if shown else None
     if view is not None:  # None once the widget is closed: the picture remains
         bundle[WIDGET_VIEW] = view
     return bundle

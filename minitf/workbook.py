@@ -81,8 +81,7 @@ def _count_differences(config):
 
 def _zeros_where_copies_should_be(got, expected):
     """widen_weight: the block-diagonal answer, W/k on the diagonal and zeros elsewhere."""
-    import torch as _t
-    if isinstance(got, _t.Tensor) and got.shape == expected.shape and \
+    if isinstance(got, torch.Tensor) and got.shape == expected.shape and \
             ((got == 0) & (expected != 0)).any():
         return "Yours has zeros where copies of W / k should be: every block of W' is W / k, " \
                "off the diagonal too"
