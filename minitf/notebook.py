@@ -14,6 +14,20 @@ def _short_warning(message, category, filename, lineno, line=None) -> str:
     return f"{category.__name__}: {message}\n"
 
 
+def deterministic_algorithms() -> None:
+    """torch.use_deterministic_algorithms(True), without its cost at the top of every notebook.
+
+    The public call also imports torch's compiler (torch._inductor, about 1.2 s here) only to set
+    that compiler's own flag; minitf never compiles, so the flag that governs eager operations is
+    set directly. If a later torch moves that function, the public call is used.
+    """
+    set_flag = getattr(torch._C, "_set_deterministic_algorithms", None)
+    if set_flag is None:
+        torch.use_deterministic_algorithms(True)
+    else:
+        set_flag(True, warn_only=False)
+
+
 def setup(seed: int = 0, precision: int = 4, threads: int = 1) -> None:
     """Seed everything, make torch deterministic, print rounded tensors, draw inline PNGs.
 
@@ -23,7 +37,7 @@ def setup(seed: int = 0, precision: int = 4, threads: int = 1) -> None:
     """
     random.seed(seed)
     torch.manual_seed(seed)
-    torch.use_deterministic_algorithms(True)
+    deterministic_algorithms()
     torch.set_num_threads(threads)
     torch.set_printoptions(precision=precision, sci_mode=False)
     warnings.formatwarning = _short_warning

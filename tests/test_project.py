@@ -2,6 +2,8 @@
 import ast
 import json
 import re
+import subprocess
+import sys
 import tomllib
 
 from conftest import ROOT
@@ -91,6 +93,14 @@ def test_every_notebook_starts_with_the_minitf_setup():
     for nb in notebooks():
         code = [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
         assert "minitf.notebook.setup(" in "".join(code[0]["source"]), nb.name
+
+
+def test_setup_makes_torch_deterministic_without_importing_its_compiler():
+    probe = ("import sys, torch, minitf; minitf.notebook.setup(); "
+             "print(torch.are_deterministic_algorithms_enabled(), "
+             "torch.is_deterministic_algorithms_warn_only_enabled(), 'torch._inductor' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "False", "False"]
 
 
 def test_the_project_never_reads_the_shared_folder():
