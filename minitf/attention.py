@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import Config
-from .rope import apply_rope, rope_frequencies
+from .rope import apply_rope, config_frequencies
 
 
 def causal_mask(T: int, device=None) -> torch.Tensor:
@@ -46,8 +46,7 @@ class MultiHeadAttention(nn.Module):
         self.out = nn.Linear(config.attn_dim, config.d_model)       # W_O
         if self.rope or self.rope_on_v:
             # one row of frequencies per head, so a grown model can keep them per head
-            self.register_buffer(
-                "inv_freq", rope_frequencies(config.head_dim, config.rope_base, config.n_heads))
+            self.register_buffer("inv_freq", config_frequencies(config))
 
     def forward(self, x, rope_cos=None, rope_sin=None, need_weights: bool = False):
         """x: (B, T, C) → (B, T, C), and the weights (B, H, T, T) if asked for."""

@@ -19,6 +19,7 @@ from .devices import CHOICES as DEVICES, pick_device
 from .evaluate import evaluate
 from .generate import generate, generate_text
 from .model import Transformer, count_parameters
+from . import recipes
 from .text import evaluate_text, read_text, text_baselines
 from .train import train
 
@@ -52,7 +53,12 @@ def config_from_args(args) -> Config:
     return Config(d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
                   d_ff=args.d_ff or 2 * args.d_model, norm_position=args.norm_position,
                   norm=args.norm, activation=args.activation, rope_base=args.rope_base,
-                  dropout=args.dropout, max_len=max_len(args))
+                  dropout=args.dropout, max_len=max_len(args),
+                  position_ids=getattr(args, "position_ids", "sequence"),
+                  tie_embeddings=getattr(args, "tie_embeddings", False),
+                  rope_scale=getattr(args, "rope_scale", 1.0),
+                  rope_freqs=getattr(args, "rope_freqs", None),
+                  ffn=not getattr(args, "no_ffn", False))
 
 
 def max_len(args) -> int:
@@ -63,11 +69,17 @@ def max_len(args) -> int:
 
 
 def train_val_pairs(args):
-    """The pairs `train` uses: the --train/--val files, or generated ones (data.make_splits)."""
+    """The pairs `train` uses: the --train/--val files, or generated ones (data.make_splits).
+    --val-repeats makes the held-out pairs (same seed) with that fraction of repeated-byte inputs."""
     given = read_pairs(args.train) if args.train else None
-    train_pairs, val_pairs = make_splits(args.task, args.n_train, 0 if args.val else args.n_val,
+    val_repeats = getattr(args, "val_repeats", 0.0)
+    train_pairs, val_pairs = make_splits(args.task, args.n_train,
+                                         0 if args.val or val_repeats else args.n_val,
                                          args.seed, max_len=args.pair_len, repeats=args.repeats,
                                          train=given)
+    if val_repeats and not args.val:  # make_splits' held-out pairs, some inputs with repeated bytes
+        val_pairs = make_pairs(args.task, args.n_val, args.seed + 2000, max_len=args.pair_len,
+                               exclude=[p.input for p in train_pairs], repeats=val_repeats)
     return train_pairs, (read_pairs(args.val) if args.val else val_pairs)
 
 
@@ -77,6 +89,8 @@ LOSS_CURVE_EVERY = 10  # the stored training-loss curve: the mean of every 10 st
 def cmd_train(args) -> int:
     if Path(args.out).exists() and not args.force:
         return fail(f"{args.out} exists; pass --force to replace it")
+    if target_problem(args):
+        return fail(target_problem(args))
     import torch
     torch.set_num_threads(args.threads)
     if args.trainer == "lightning" and args.device:
@@ -104,7 +118,7 @@ def cmd_train(args) -> int:
         print(f"model: {count_parameters(model):,} parameters{on}, {described}")
         hist = train(model, train_data, val_data, steps=args.steps, batch_size=args.batch_size,
                      lr=args.lr, warmup=args.warmup, seed=args.seed, eval_every=args.eval_every,
-                     progress=not args.no_progress)
+                     progress=not args.no_progress, stop_when=target_reached(args))
         run = {} if device.type == "cpu" else {"device": str(device)}
     for v in hist.val:
         if args.text:
@@ -120,10 +134,42 @@ def cmd_train(args) -> int:
              for i in range(0, len(hist.loss), every)]
     save(model, args.out, overwrite=args.force, metadata={
         "command": args.command_line, "steps": args.steps, "seed": args.seed,
+        **({"recipe": args.recipe} if args.recipe else {}),
+        **({"target_exact": args.target_exact, "steps_trained": len(hist.loss)}
+           if args.target_exact is not None else {}),
         "train_seconds": round(hist.seconds, 1), "val": final, "val_curve": hist.val,
         "loss_curve_every": every, "loss_curve": curve, **kind, **run})
-    print(f"trained {args.steps} steps in {hist.seconds:.1f} s; saved {args.out}")
+    if args.target_exact is not None:
+        print(f"exact match {final['exact_match']:.4f} "
+              + (f">= {args.target_exact}: stopped" if final["exact_match"] >= args.target_exact
+                 else f"< {args.target_exact}: target not reached, all steps trained"))
+    done = len(hist.loss) if args.target_exact is not None else args.steps
+    print(f"trained {done} steps in {hist.seconds:.1f} s; saved {args.out}")
     return 0
+
+
+def target_problem(args) -> str | None:
+    """What is wrong with --target-exact in these arguments, or None."""
+    t = args.target_exact
+    if t is None:
+        return None
+    if not 0 < t <= 1:
+        return f"--target-exact is an exact-match fraction in (0, 1], got {t}"
+    if args.text:
+        return "--target-exact stops on the exact match of held-out pairs; --text has none"
+    if args.trainer != "minitf":
+        return "--target-exact is for --trainer minitf"
+    if not args.eval_every:
+        return "--target-exact needs --eval-every N: how many steps between two checks"
+    return None
+
+
+def target_reached(args):
+    """--target-exact: train's stop_when, true at the first validation whose exact match on the
+    held-out pairs reaches the target (then the model is saved as it is); None without it."""
+    if args.target_exact is None:
+        return None
+    return lambda metrics: metrics["exact_match"] >= args.target_exact
 
 
 def train_with_lightning(args, model, train_data, val_data, described):
@@ -193,7 +239,8 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
+    """The command line; train_defaults replace `train`'s defaults (a recipe's flags)."""
     p = argparse.ArgumentParser(prog="python -m minitf", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -215,7 +262,8 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("--force", action="store_true", help="replace an existing file")
     m.set_defaults(func=cmd_data_make)
 
-    t = sub.add_parser("train", help="train a model and save a checkpoint")
+    t = sub.add_parser("train", help="train a model and save a checkpoint",
+                       epilog=recipes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
     t.add_argument("--text", help="train a language model on this file (any bytes; first 90 %% "
                    "trains, last 10 %% validates) instead of on pairs")
     t.add_argument("--context", type=int, default=64, help="with --text: bytes per training window")
@@ -224,6 +272,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--task", choices=sorted(TASKS), default="shift")
     t.add_argument("--n-train", type=int, default=20000)
     t.add_argument("--n-val", type=int, default=1000, help="fresh held-out pairs (without --val)")
+    t.add_argument("--val-repeats", type=float, default=0.0,
+                   help="fraction of the fresh held-out inputs with repeated bytes (as --repeats)")
     t.add_argument("--repeats", type=float, default=0.0,
                    help="fraction of generated training inputs with repeated bytes")
     t.add_argument("--pair-len", type=int, default=12, help="longest generated input")
@@ -235,6 +285,17 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--norm", choices=["layer", "rms"], default="layer")
     t.add_argument("--activation", choices=["relu", "gelu", "silu"], default="relu")
     t.add_argument("--rope-base", type=float, default=10000.0)
+    t.add_argument("--rope-scale", type=float, default=1.0,
+                   help="multiply every RoPE frequency (= the positions) by this")
+    t.add_argument("--rope-freqs", type=float, nargs="+", default=None, metavar="THETA",
+                   help="RoPE frequencies in rad/position: head_dim/2 numbers, or n_heads·head_dim/2 "
+                   "(head by head), instead of --rope-base")
+    t.add_argument("--position-ids", choices=["sequence", "coupled"], default="sequence",
+                   help="coupled: output byte j gets input byte j's position id (they restart after TAB)")
+    t.add_argument("--tie-embeddings", action="store_true",
+                   help="the output head reuses the embedding table (keeps its own bias)")
+    t.add_argument("--no-ffn", action="store_true",
+                   help="blocks of attention only: no feed-forward sub-layer (and no norm before it)")
     t.add_argument("--dropout", type=float, default=None, help="default: the seed's rule")
     t.add_argument("--max-len", type=int, default=None,
                    help="longest sequence the model reads (default 128; with --text: --context)")
@@ -262,7 +323,12 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, help="checkpoint path")
     t.add_argument("--force", action="store_true", help="replace an existing checkpoint")
     t.add_argument("--no-progress", action="store_true")
-    t.set_defaults(func=cmd_train)
+    t.add_argument("--recipe", choices=list(recipes.RECIPES),
+                   help="start from a named recipe's flags (listed below); flags given override them")
+    t.add_argument("--target-exact", type=float, default=None, metavar="FRACTION",
+                   help="stop at the first evaluation (every --eval-every steps) whose exact match "
+                   "on the held-out pairs reaches this, and save the model there")
+    t.set_defaults(func=cmd_train, **(train_defaults or {}))
 
     e = sub.add_parser("eval", help="loss, character accuracy and exact match on a pairs file; "
                        "with --text, a language model's validation loss beside counting baselines")
@@ -292,12 +358,29 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def with_recipe(name: str, argv: list[str]):
+    """`train --recipe NAME …` parsed again with the recipe's flags as defaults (flags given on the
+    command line win), and the words of the same command written out in full (recipes.expand)."""
+    recipe = recipes.get(name)
+    flags = vars(parser().parse_args(["train", *recipe.words(), "--out", "-"]))  # typed and checked
+    defaults = {dest: flags[dest] for dest in recipe.dests()}
+    args = parser(defaults).parse_args(argv)
+    unset = object()  # which of the recipe's flags were given: those that do not come back unset
+    marked = parser(dict.fromkeys(defaults, unset)).parse_args(argv)
+    given = {dest for dest in defaults if getattr(marked, dest) is not unset}
+    start = argv.index("train") + 1
+    return args, [*argv[:start], *recipes.expand(name, argv[start:], given)]
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
+    words = argv
+    if getattr(args, "recipe", None):
+        args, words = with_recipe(args.recipe, argv)
     # how to make the same result again: flags that change nothing about it are left out
     args.command_line = shlex.join(["python", "-m", "minitf",
-                                    *(a for a in argv if a not in ("--force", "--no-progress"))])
+                                    *(a for a in words if a not in ("--force", "--no-progress"))])
     try:
         return args.func(args)
     except (DataError, CheckpointError, FileExistsError, FileNotFoundError, ValueError) as e:

@@ -6,12 +6,14 @@ parameters. Every field is a variant a notebook or a test switches on.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields, replace
 
 NORM_POSITIONS = ("post", "pre")
 NORMS = ("layer", "rms")
 ACTIVATIONS = ("relu", "gelu", "silu")
 POSITIONALS = ("rope", "sinusoidal", "none")
+POSITION_IDS = ("sequence", "coupled")
 
 
 def seed_dropout(d_model: int) -> float:
@@ -38,6 +40,14 @@ class Config:
     positional: str = "rope"
     rope_base: float = 10000.0
     rope_on_v: bool = False
+    # RoPE angles are position · θ_i. rope_scale multiplies every θ_i (positions × s); rope_freqs
+    # gives the θ_i outright, in rad/position: head_dim/2 numbers (every head the same) or
+    # n_heads·head_dim/2 (head by head), instead of base^(−2i/head_dim)·rope_scale
+    rope_scale: float = 1.0
+    rope_freqs: tuple[float, ...] | None = None
+    # sequence: position t is t. coupled: input byte j and output byte j share an id (rope.position_ids)
+    position_ids: str = "sequence"
+    tie_embeddings: bool = False  # True: the head's weight is the embedding table (its 256 biases stay)
     causal: bool = True  # False reproduces seed 002's bug: each position sees the byte it must predict
     residual: bool = True  # False (an ablation): h = f(h) instead of h + f(h), in either layout
     ffn: bool = True  # False (an ablation): blocks of attention only, no FFN sub-layer and no norm2
@@ -72,6 +82,31 @@ class Config:
         if self.positional == "sinusoidal":
             check(self.d_model % 2 == 0, "sinusoidal positions need an even d_model")
         check(self.rope_base > 1, f"rope_base must be > 1, got {self.rope_base}")
+        check(math.isfinite(self.rope_scale) and self.rope_scale > 0,
+              f"rope_scale must be a positive number, got {self.rope_scale}")
+        if self.rope_freqs is not None:
+            try:
+                freqs = tuple(float(f) for f in self.rope_freqs)
+            except (TypeError, ValueError):
+                freqs = None
+            check(freqs is not None and all(math.isfinite(f) and f > 0 for f in freqs),
+                  f"rope_freqs must be positive numbers (rad/position), got {self.rope_freqs!r}")
+            pairs = self.head_dim // 2
+            check(len(freqs) in (pairs, self.n_heads * pairs),
+                  f"rope_freqs needs head_dim/2 = {pairs} numbers (every head the same) or "
+                  f"n_heads·head_dim/2 = {self.n_heads * pairs} (head by head), got {len(freqs)}")
+            check(self.rope_scale == 1.0, "give rope_freqs or rope_scale, not both: "
+                  "rope_freqs are the frequencies themselves")
+            object.__setattr__(self, "rope_freqs", freqs)
+        uses_rope = self.positional == "rope" or self.rope_on_v
+        check(uses_rope or (self.rope_freqs is None and self.rope_scale == 1.0),
+              "rope_freqs and rope_scale set RoPE's frequencies; this config has no RoPE "
+              f"(positional={self.positional!r}, rope_on_v=False)")
+        check(self.position_ids in POSITION_IDS,
+              f"position_ids must be one of {POSITION_IDS}, got {self.position_ids!r}")
+        check(self.position_ids == "sequence" or self.positional != "none" or self.rope_on_v,
+              "position_ids='coupled' numbers the positions that RoPE or the sinusoidal table "
+              "encode; positional='none' uses no positions")
         check(self.dropout is None or 0 <= self.dropout < 1,
               f"dropout must be in [0, 1), got {self.dropout}")
 

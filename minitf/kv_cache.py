@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .rope import rope_angles
+from .rope import position_ids, rope_angles
 
 
 class KVCache:
@@ -25,6 +25,7 @@ class KVCache:
     def __init__(self, n_layers: int):
         self.keys: list[torch.Tensor | None] = [None] * n_layers
         self.values: list[torch.Tensor | None] = [None] * n_layers
+        self.ids: torch.Tensor | None = None  # (B, length) the bytes read: coupled position ids need them
 
     def __len__(self) -> int:
         """How many positions are cached."""
@@ -51,16 +52,20 @@ def forward_cached(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
     start, T = len(cache), ids.size(1)
     if start + T > config.max_len:
         raise ValueError(f"sequence length {start + T} exceeds max_len {config.max_len}")
+    pos = None  # sequence ids: start … start+T−1
+    if config.position_ids == "coupled":  # a new byte's id depends on where the first TAB was
+        cache.ids = ids if cache.ids is None else torch.cat([cache.ids, ids], dim=1)
+        pos = position_ids(cache.ids, "coupled")[:, start:]  # (B, T)
     h = model.embed(ids)  # (B, T, C)
     if config.positional == "sinusoidal":
-        h = h + model.pos_table[start:start + T]
+        h = h + (model.pos_table[start:start + T] if pos is None else model.pos_table[pos])
     h = model.drop(h)
     cos = sin = freq = None
     for layer, block in enumerate(model.blocks):
         inv_freq = getattr(block.attn, "inv_freq", None)
         if inv_freq is not None and (freq is None or not torch.equal(inv_freq, freq)):
             freq = inv_freq
-            cos, sin = rope_angles(inv_freq, T, offset=start)  # the new positions' angles
+            cos, sin = rope_angles(inv_freq, T, offset=start, positions=pos)  # the new positions' angles
 
         def attend(x, block=block, layer=layer):
             return cached_attention(block.attn, x, cos, sin, cache, layer)

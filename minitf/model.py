@@ -8,7 +8,7 @@ from .attention import MultiHeadAttention
 from .config import Config
 from .ffn import FeedForward
 from .norms import make_norm
-from .rope import rope_angles, sinusoidal_table
+from .rope import position_ids, rope_angles, sinusoidal_table
 
 
 class Block(nn.Module):
@@ -68,14 +68,19 @@ class Transformer(nn.Module):
         self.config = config = config or Config()
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         if config.positional == "sinusoidal":
-            self.register_buffer("pos_table", sinusoidal_table(config.max_len, config.d_model),
+            rows = config.max_len + (config.position_ids == "coupled")  # coupled ids reach max_len
+            self.register_buffer("pos_table", sinusoidal_table(rows, config.d_model),
                                  persistent=False)
         self.drop = nn.Dropout(config.dropout_p)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         # pre-norm leaves the stream un-normalised, so it needs one final norm before the head
         self.final_norm = make_norm(config.norm, config.d_model, config.norm_eps) \
             if config.norm_position == "pre" else None
-        self.head = nn.Linear(config.d_model, config.vocab_size)  # untied from the embedding
+        self.head = nn.Linear(config.d_model, config.vocab_size)  # its own matrix unless tied below
+        if config.tie_embeddings:
+            # one (vocab, C) matrix reads bytes in and scores them out: logit_b = h · E[b] + bias_b.
+            # The width the head's 256 rows cost is free for d_model; the 256 biases stay
+            self.head.weight = self.embed.weight
 
     def forward(self, ids: torch.Tensor, return_attention: bool = False):
         if ids.dim() != 2:
@@ -83,9 +88,11 @@ class Transformer(nn.Module):
         B, T = ids.shape
         if T > self.config.max_len:
             raise ValueError(f"sequence length {T} exceeds max_len {self.config.max_len}")
+        coupled = self.config.position_ids == "coupled"
+        pos = position_ids(ids, "coupled") if coupled else None  # (B, T), or None: 0 … T−1
         h = self.embed(ids)  # (B, T, C)
         if self.config.positional == "sinusoidal":
-            h = h + self.pos_table[:T]
+            h = h + (self.pos_table[pos] if coupled else self.pos_table[:T])
         h = self.drop(h)
         all_weights = []
         cos = sin = freq = None
@@ -93,7 +100,7 @@ class Transformer(nn.Module):
             inv_freq = getattr(block.attn, "inv_freq", None)
             if inv_freq is not None and (freq is None or not torch.equal(inv_freq, freq)):
                 freq = inv_freq  # layers usually share their frequencies: compute the angles once
-                cos, sin = rope_angles(inv_freq, T)  # (H, T, hd/2) each
+                cos, sin = rope_angles(inv_freq, T, positions=pos)  # (H, T, hd/2), coupled (B, H, T, hd/2)
             h, weights = block(h, cos, sin, need_weights=return_attention)
             all_weights.append(weights)
         if self.final_norm is not None:
@@ -103,6 +110,7 @@ class Transformer(nn.Module):
 
 
 def count_parameters(model: nn.Module) -> int:
+    """Every trained number, a tensor shared by two modules (tied embeddings) counted once."""
     return sum(p.numel() for p in model.parameters())
 
 

@@ -19,6 +19,12 @@ Three folds, each function-preserving and each checked on the spot:
   layer then sees normalised input, renormalises it (a no-op up to LayerNorm's eps) and applies the
   moved γ, β. Exact up to eps; the check reports how close.
 
+One more operator is not a fold: `stack(model, order)` builds a deeper model whose layers are
+copies of trained layers (G_stack: [0, 1] → [0, 1, 0, 1]). The copies add their output to the
+residual stream a second time, so the function changes; `stack` measures by how much and does not
+refuse. It is here because copying trained layers, not inserting blank ones, is what grows
+language models fastest in Du et al. (2024).
+
 Every operator returns a `Growth` with the new model, the optimizer carried over (if one was
 given) and max |Δlogits| between the old and the new model on probe inputs, in eval mode. It raises
 GrowthError when the check fails or when no function-preserving construction exists.
@@ -50,7 +56,7 @@ class Growth:
     old_parameters: int
     max_logit_diff: float     # max |logits_grown − logits_old| on the probe inputs, eval mode
     tolerance: float          # the check passed: max_logit_diff <= tolerance
-    exactness: str            # "bit-exact", "exact up to rounding" or "exact up to LayerNorm eps"
+    exactness: str            # "bit-exact", "exact up to rounding", "exact up to LayerNorm eps" (stack: "not function-preserving")
     optimizer: torch.optim.Optimizer | None = None
 
     @property
@@ -59,6 +65,7 @@ class Growth:
 
     def __str__(self):
         diff = ("max |Δlogits| = 0" if self.max_logit_diff == 0
+                else f"max |Δlogits| = {self.max_logit_diff:.3g}" if math.isinf(self.tolerance)
                 else f"max |Δlogits| < {self.tolerance:.0e}")
         return (f"{self.operation}: {self.old_parameters:,} → {self.new_parameters:,} parameters; "
                 f"{diff} ({self.exactness})")
@@ -217,8 +224,16 @@ def widen(model: Transformer, factor: int = 2, *, noise: float = 0.1, seed: int 
             "widen: the sinusoidal table is a function of d_model, and the table for k·d_model is "
             "not k copies of the small one, so no widening keeps the function. Use RoPE "
             "(positional='rope') or no positions (positional='none'), which have no d_model table.")
+    if cfg.tie_embeddings:
+        raise GrowthError(
+            "widen: with tied embeddings one matrix is both the embedding, whose features widen "
+            "copies ([E, E]), and the head, which reads copies and so must be split ([E/2, E/2]); "
+            "one matrix cannot be both. Widen a model with its own head (tie_embeddings=False).")
+    freqs = cfg.rope_freqs
+    if freqs is not None and len(freqs) > cfg.head_dim // 2:  # head by head: each copy keeps its own
+        freqs = freqs * k
     new_cfg = _config(cfg, dropout, d_model=k * cfg.d_model, n_heads=k * cfg.n_heads,
-                      head_dim=cfg.head_dim, d_ff=k * cfg.d_ff)
+                      head_dim=cfg.head_dim, d_ff=k * cfg.d_ff, rope_freqs=freqs)
     gen = torch.Generator().manual_seed(seed)
 
     def grow(name, t, kind):
@@ -278,6 +293,11 @@ def widen_heads(model: Transformer, *, seed: int = 0, inputs: torch.Tensor | Non
     """
     cfg = model.config
     _refuse_ablations(cfg, "widen_heads")
+    if cfg.rope_freqs is not None:
+        raise GrowthError(
+            "widen_heads: the doubled head needs new RoPE frequencies between the old ones; with "
+            "rope_base (and rope_scale) they follow from the rule, but explicit rope_freqs give no "
+            "rule to extend. Use widen, deepen or stack, which keep every head's frequencies.")
     H, hd = cfg.n_heads, cfg.head_dim
     new_cfg = _config(cfg, dropout, head_dim=2 * hd)
     pos = _head_positions(hd)
@@ -343,6 +363,16 @@ def deepen(model: Transformer, after: list[int] | None = None, *, seed: int = 0,
     projections, which are zero (weights and biases), so they start by adding nothing and still
     receive gradients. Post-norm models also move the preceding LayerNorm's γ, β into the new layer
     (see the module docstring); the result is exact up to LayerNorm's eps.
+
+    optimizer: an AdamW of `model`; the old layers keep their moments. Each tensor of a new layer
+    gets exp_avg = 0, exp_avg_sq = the mean exp_avg_sq of the same tensor in the layer it follows
+    (the first layer for −1), and that tensor's step count. Why: the step count is the model's, so
+    Adam's bias correction stays what it is for every other tensor (≈ 1 late in training);
+    exp_avg_sq = 0 with that step count would divide by √(1 − β₂)·|g| ≈ 0.03·|g| at first and give
+    steps several times lr until exp_avg_sq fills up (≈ 1/(1 − β₂) = 1,000 steps), while a typical
+    scale gives steps of the usual size at once. exp_avg = 0 makes the new layer's steps grow over
+    ≈ 1/(1 − β₁) = 10 steps: a warm-up for the new layer alone while the rest of the model goes on
+    with its schedule.
     """
     cfg = model.config
     _refuse_ablations(cfg, "deepen")
@@ -396,13 +426,67 @@ def deepen(model: Transformer, after: list[int] | None = None, *, seed: int = 0,
         if not k.startswith("blocks."):
             origin[k] = k
 
+    # a new layer's moments take their scale from the old layer it follows (the first for −1)
+    neighbour, last_old = {}, None
+    for j, i in enumerate(order):
+        if i is not None:
+            last_old = i
+            continue
+        src = 0 if last_old is None else last_old
+        for k in fresh:
+            if k.startswith(f"blocks.{j}.") and k not in origin:
+                neighbour[k] = f"blocks.{src}." + k[len(f"blocks.{j}."):]
     positions = [j for j, i in enumerate(order) if i is None]
     operation = f"deepen: n_layers {L}→{len(order)}, new layers at {positions}"
     # post-norm: renormalising an already normalised vector is off by a factor ~1 + eps/(2·var)
     # per position; allow 100·eps relative (measured on random models: under 5·eps)
     grown = _finish(model, new, operation, "bit-exact" if not post else "exact up to LayerNorm eps",
                     state, inputs, tol, extra=100 * cfg.norm_eps if post else 0.0)
-    if optimizer is not None:  # moved parameters keep their state; new layers start fresh
+    if optimizer is not None:  # moved parameters keep their state; new layers: see the docstring
+        grown.optimizer = _grow_optimizer(optimizer, model, grown.model, lambda n, t, kind: t,
+                                          lambda n, p: None, origin)
+        old_params = dict(model.named_parameters())
+        for name, p in grown.model.named_parameters():
+            source = optimizer.state.get(old_params.get(neighbour.get(name)), {})
+            if name in neighbour and source:
+                grown.optimizer.state[p] = {
+                    "step": source["step"].clone(), "exp_avg": torch.zeros_like(p),
+                    "exp_avg_sq": torch.full_like(p, source["exp_avg_sq"].mean().item())}
+    return grown
+
+
+# --- stack: copies of trained layers (not function-preserving) ----------------------------------------
+
+def stack(model: Transformer, order: list[int], *, optimizer: torch.optim.Optimizer | None = None,
+          inputs: torch.Tensor | None = None, dropout=_KEEP) -> Growth:
+    """A model with len(order) layers, layer j a copy of the trained layer order[j] (G_stack:
+    order [0, 1, 0, 1] stacks a 2-layer model on itself; [0, 0, 0, 0] repeats one layer 4 times).
+
+    Not function-preserving: every copy adds its output to the residual stream again, so the
+    logits change. The Growth reports max |Δlogits| on the probe inputs (tolerance ∞, exactness
+    "not function-preserving"); measure the loss before and after to see what the jump costs.
+    optimizer: an AdamW of `model`; each copy gets a copy of its source layer's moments and step
+    count (the training state grows with the weights), the embedding, final norm and head keep theirs.
+    """
+    cfg = model.config
+    _refuse_ablations(cfg, "stack")
+    L = cfg.n_layers
+    order = list(order)
+    if not order or any(not (isinstance(i, int) and 0 <= i < L) for i in order):
+        raise GrowthError(f"stack: `order` must be a non-empty list of layer indices in 0 … {L - 1}, "
+                          f"got {order}")
+    old_state = model.state_dict()
+    state = {k: v for k, v in old_state.items() if not k.startswith("blocks.")}
+    origin = {k: k for k, _ in model.named_parameters() if not k.startswith("blocks.")}
+    for j, i in enumerate(order):
+        for k, v in old_state.items():
+            if k.startswith(f"blocks.{i}."):
+                state[f"blocks.{j}." + k[len(f"blocks.{i}."):]] = v.clone()
+                origin[f"blocks.{j}." + k[len(f"blocks.{i}."):]] = k
+    new = _new_model(_config(cfg, dropout, n_layers=len(order)), 0)
+    operation = f"stack: n_layers {L}→{len(order)}, layers copied in the order {order}"
+    grown = _finish(model, new, operation, "not function-preserving", state, inputs, math.inf)
+    if optimizer is not None:
         grown.optimizer = _grow_optimizer(optimizer, model, grown.model, lambda n, t, kind: t,
                                           lambda n, p: None, origin)
     return grown

@@ -140,6 +140,8 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
     c = config
     if parts.embed:
         _swap(model, "embed", YourEmbedding(parts.embed, c.vocab_size, c.d_model))
+        if c.tie_embeddings:  # the head reads the same table as your embedding
+            model.head.weight = model.embed.weight
     norm_fn = parts.layer_norm if c.norm == "layer" else parts.rms_norm
     YourNorm = YourLayerNorm if c.norm == "layer" else YourRMSNorm
     for block in model.blocks:

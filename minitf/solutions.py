@@ -101,3 +101,14 @@ def my_widen_weight(W, k):
 
 
 __all__ = [name for name in dir() if name.startswith("my_")]
+
+
+def my_position_ids(ids):
+    B, T = ids.shape
+    out = torch.zeros(B, T, dtype=torch.long)
+    for b in range(B):
+        row = ids[b].tolist()
+        tab = row.index(TAB) if TAB in row else T  # the first TAB (T: the row has none)
+        for t in range(T):
+            out[b, t] = t + 1 if t < tab else t - tab  # input j → j + 1; TAB → 0; output j → j + 1
+    return out

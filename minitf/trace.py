@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from .attention import causal_mask
+from .rope import position_ids
 from .tokens import byte_label, show, to_bytes
 
 
@@ -99,6 +100,7 @@ class Trace:
     logits: torch.Tensor         # (T, vocab)
     probs: torch.Tensor          # (T, vocab) softmax of the logits: the next-byte distribution
     params: dict                 # the float64 weights the pass used, by the model's parameter names
+    positions: list[int] | None = None  # the position id of each byte (0 … T−1 unless coupled)
 
     @property
     def labels(self) -> list[str]:
@@ -180,26 +182,26 @@ def trace(model, ids) -> Trace:
     if not 1 <= len(ids) <= config.max_len:
         raise ValueError(f"need 1 to max_len = {config.max_len} bytes, got {len(ids)}")
     m = copy.deepcopy(model).double().eval()  # the learner's model stays as it is
-    T = len(ids)
+    pos = position_ids(torch.tensor([ids]), config.position_ids)[0]  # (T,) 0 … T−1 unless coupled
     embedding = m.embed.weight[ids]  # (T, C)
-    positional = m.pos_table[:T] if config.positional == "sinusoidal" else None
+    positional = m.pos_table[pos] if config.positional == "sinusoidal" else None
     x0 = embedding + positional if positional is not None else embedding
     h, layers = x0, []
     for block in m.blocks:
-        layers.append(_block(config, block, h))
+        layers.append(_block(config, block, h, pos))
         h = layers[-1].output
     final_norm = _norm(config.norm, h, m.final_norm) if m.final_norm is not None else None
     final = final_norm.output if final_norm is not None else h
-    logits = final @ m.head.weight.T + m.head.bias  # (T, vocab)
+    logits = final @ m.head.weight.T + m.head.bias  # (T, vocab); tied: head.weight is embed.weight
     e = torch.exp(logits - logits.max(-1, keepdim=True).values)
     probs = e / e.sum(-1, keepdim=True)
-    params = {name: p.detach() for name, p in m.named_parameters()}
+    params = {name: p.detach() for name, p in m.named_parameters(remove_duplicate=False)}
     return Trace(config, ids, embedding, positional, x0, layers, final_norm, final, logits, probs,
-                 params)
+                 params, pos.tolist())
 
 
-def _block(config, block, x) -> LayerTrace:
-    """One block on x (T, C), written out as Block.forward computes it."""
+def _block(config, block, x, pos) -> LayerTrace:
+    """One block on x (T, C) at position ids pos (T,), written out as Block.forward computes it."""
     T, H, hd = x.size(0), config.n_heads, config.head_dim
     A = H * hd
     pre = config.norm_position == "pre"
@@ -214,7 +216,7 @@ def _block(config, block, x) -> LayerTrace:
     theta = cos = sin = None
     if config.positional == "rope" or config.rope_on_v:
         theta = attn.inv_freq  # (H, hd/2)
-        angles = torch.arange(T, dtype=torch.float64)[None, :, None] * theta[:, None, :]
+        angles = pos.to(torch.float64)[None, :, None] * theta[:, None, :]
         cos, sin = angles.cos(), angles.sin()  # (H, T, hd/2)
     q_rot = _rotate(q, cos, sin) if config.positional == "rope" else q
     k_rot = _rotate(k, cos, sin) if config.positional == "rope" else k
@@ -399,7 +401,8 @@ def _explain(tr: Trace, key: str) -> str:
     if kind == "pos":
         t, ch = index
         f = "sin" if ch % 2 == 0 else "cos"
-        return f"pos[{t},{ch}] = {f}({t} / {c.rope_base:g}^({ch - ch % 2}/{c.d_model})){end}"
+        m = _position(tr, t)
+        return f"pos[{t},{ch}] = {f}({m} / {c.rope_base:g}^({ch - ch % 2}/{c.d_model})){end}"
     if kind == "x0":
         t, ch = index
         if tr.positional is None:
@@ -413,6 +416,12 @@ def _explain(tr: Trace, key: str) -> str:
     if kind in ("final", "logits", "probs"):
         return _explain_head(tr, index, kind, end)
     return _explain_layer(tr, int(p[0][1:]), p, index, kind, value, end)
+
+
+def _position(tr: Trace, t: int) -> str:
+    """Position t's id, with where it comes from when it is not t itself."""
+    m = tr.positions[t] if tr.positions is not None else t
+    return str(m) if m == t else f"{m} (the coupled id of position {t})"
 
 
 def _explain_norm(tr: Trace, p, index, what: str, end: str) -> str:
@@ -450,6 +459,10 @@ def _explain_head(tr: Trace, index, kind: str, end: str) -> str:
     b = index[1]
     if kind == "logits":
         W, bias = tr.params["head.weight"], tr.params["head.bias"]
+        if tr.config.tie_embeddings:  # the head reads the embedding table
+            return f"logits[{t},{b}] = Σ_c final[{t},c]·E[{b},c] + b = " \
+                   f"{_dot(tr.final[t], W[b], bias[b])}{end}   ({_byte(b)}; the head is tied: " \
+                   f"its weights are the embedding table E)"
         return f"logits[{t},{b}] = Σ_c final[{t},c]·W_head[{b},c] + b = " \
                f"{_dot(tr.final[t], W[b], bias[b])}{end}   ({_byte(b)})"
     logit = float(tr.logits[t, b])
@@ -497,8 +510,8 @@ def _explain_layer(tr: Trace, l: int, p, index, kind: str, value: float, end: st
             formula = f"{name}_{2 * i}·sin + {name}_{2 * i + 1}·cos = " \
                       f"{_p(a)}·{_p(sin)} + {_p(b)}·{_p(cos)}"
         theta = float(layer.rope_theta[h, i])
-        return f"{L}.h{h}.{kind}[{t},{d}] = {formula}{end}   (pair {i} turned by t·θ_{i} = " \
-               f"{t}·{theta:.4g} rad)"
+        return f"{L}.h{h}.{kind}[{t},{d}] = {formula}{end}   (pair {i} turned by m·θ_{i} = " \
+               f"{_position(tr, t)}·{theta:.4g} rad)"
     if kind == "scores":
         h, t, j = int(p[1][1:]), *index
         if layer.mask is not None and layer.mask[t, j]:

@@ -24,6 +24,23 @@ def lr_at(step: int, steps: int, lr: float, warmup: int, min_lr_ratio: float = 0
     return lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def wsd_lr(progress: float, lr: float, warmup: float = 0.05, decay: float = 0.2) -> float:
+    """Warm-up, stable, decay (WSD): linear warm-up to lr over the first `warmup` of training, lr
+    held constant, then linear down to 0 over the last `decay`.
+
+    progress is the fraction of training done, in [0, 1]: of the steps, or of a compute budget when
+    steps differ in cost (a model grown mid-run). The schedule depends only on this fraction, so a
+    run can change its model during the stable phase and carry on where it was.
+    """
+    if not (0 <= warmup and 0 < decay and warmup + decay <= 1):
+        raise ValueError(f"wsd_lr: need 0 <= warmup, 0 < decay and warmup + decay <= 1, got {warmup}, {decay}")
+    if progress < warmup:
+        return lr * progress / warmup
+    if progress > 1 - decay:
+        return lr * max(0.0, 1 - progress) / decay
+    return lr
+
+
 @dataclass
 class History:
     loss: list[float] = field(default_factory=list)  # training loss, one per step

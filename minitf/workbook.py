@@ -20,7 +20,8 @@ from .config import Config
 from .data import Pair, make_batch, make_pairs
 from .exercises import ExerciseError, check_function
 from .model import Transformer, count_parameters
-from .rope import apply_rope, rope_angles, rope_frequencies
+from .rope import apply_rope, position_ids, rope_angles, rope_frequencies
+from .tokens import EOS, PAD, TAB
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,20 @@ def _ablate_reference(model, layer, head):
     return ablate_heads(model, [(layer, head)])
 
 
+def _position_ids_cases():
+    """Pairs of several lengths in one padded batch, a row of plain text (no TAB) and the edge cases."""
+    def row(text: bytes, width: int) -> list[int]:
+        return list(text) + [PAD] * (width - len(text))
+
+    pair = lambda a, b: a + bytes([TAB]) + b + bytes([EOS])
+    batch = [pair(b"abc", b"bcd"), pair(b"hello", b"ifmmp"), pair(b"z", b"{")]
+    width = max(map(len, batch))
+    return [(torch.tensor([list(pair(b"abc", b"bcd"))]),),
+            (torch.tensor([row(r, width) for r in batch]),),
+            (torch.tensor([list(b"no tab here"), list(b"a\tb\tc\tdefgh")]),),
+            (torch.tensor([[TAB, 66, EOS]]),)]
+
+
 def _widen_cases():
     return [(torch.arange(6.0, dtype=torch.float64).view(2, 3), 2),
             (_rand(4, 2, seed=0), 3), (_rand(1, 1, seed=1), 4)]
@@ -233,6 +248,14 @@ EXERCISES = {e.name: e for e in [
              "output reaches the model only through W_O, whose weight is (out, in): zero the head_dim "
              "COLUMNS (second index) that read the head, in a copy of the model",
              outcome=_ablated_logits),
+    Exercise("position_ids", "11", "position coupling: output byte j gets input byte j's position id",
+             2, 15, lambda ids: position_ids(ids, "coupled"), _position_ids_cases,
+             "for each row: before the first TAB, token t gets t + 1; from the first TAB on, t minus "
+             "the first TAB's index (so the TAB gets 0, output byte j gets j + 1); a row without any "
+             "TAB is t + 1 throughout. Later TABs do not restart the count",
+             options={"hints_by_diagnosis": {
+                 "offset": "every id is off by the same amount: input byte j gets j + 1 and the TAB 0",
+                 "dtype": "ids are whole numbers: build them from torch.arange (a long tensor)"}}),
     Exercise("widen_weight", "07", "Origami: a weight that computes the same thing on copied inputs",
              2, 10, _widen_reference, _widen_cases,
              "W' is a k×k grid of blocks; with the input copied k times, each output row sums k "

@@ -105,7 +105,13 @@ def reference_logits(model, ids):
     return model.head(h)
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "data" / "checkpoints").glob("*.pt")), ids=lambda p: p.name)
+# made later with options this reference does not write out (no FFN, coupled ids, a tied head);
+# tests/test_tiny_options.py and tests/test_notebook_claims_11.py check it
+NEWER_LAYOUTS = {"shift_smallest.pt"}
+
+
+@pytest.mark.parametrize("path", sorted(p for p in (ROOT / "data" / "checkpoints").glob("*.pt")
+                                        if p.name not in NEWER_LAYOUTS), ids=lambda p: p.name)
 def test_shipped_checkpoints_load_and_compute_as_before(path):
     model = minitf.load(path).eval()  # load_state_dict is strict: the parameter names are unchanged
     assert model.config.residual and model.config.ffn

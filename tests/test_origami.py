@@ -229,7 +229,10 @@ def test_grown_optimizer_carries_the_moments_and_training_continues():
     assert torch.allclose(g.optimizer.state[g.model.embed.weight]["exp_avg"][:, :4], emb_old / 2)
     deep = deepen(small, after=[1], optimizer=old)
     new_layer = dict(deep.model.named_parameters())["blocks.2.attn.qkv.weight"]
-    assert new_layer not in deep.optimizer.state  # a new layer starts with fresh moments
+    state = deep.optimizer.state[new_layer]  # a new layer: zero momentum, its neighbour's scale
+    assert torch.count_nonzero(state["exp_avg"]) == 0 and state["step"].item() == 20
+    assert torch.allclose(state["exp_avg_sq"],
+                          old.state[small.blocks[1].attn.qkv.weight]["exp_avg_sq"].mean().expand_as(new_layer))
     moved = dict(deep.model.named_parameters())["blocks.2.norm2.weight"]
     assert torch.equal(deep.optimizer.state[moved]["exp_avg"],
                        old.state[small.blocks[1].norm2.weight]["exp_avg"])
@@ -285,3 +288,27 @@ def test_growing_an_ablated_model_is_refused_with_the_reason(ablation, grow):
     model = minitf.Transformer(minitf.Config(norm_position="pre", **ablation))
     with pytest.raises(minitf.GrowthError, match="ablation"):
         grow(model)
+
+
+@pytest.mark.parametrize("grow", [lambda m: deepen(m), lambda m: widen_heads(m),
+                                  lambda m: origami.stack(m, [0, 1, 1])])
+def test_tied_embeddings_stay_tied_when_deepened_stacked_or_given_wider_heads(grow):
+    model = Transformer(Config(norm_position="pre", tie_embeddings=True))
+    grown = grow(model).model
+    assert grown.config.tie_embeddings and grown.head.weight is grown.embed.weight
+    assert torch.equal(grown.embed.weight, model.embed.weight)
+
+
+def test_widening_tied_embeddings_is_refused_with_the_reason():
+    with pytest.raises(GrowthError, match="tied embeddings.*cannot be both"):
+        widen(Transformer(Config(norm_position="pre", tie_embeddings=True)), 2)
+
+
+def test_widen_keeps_explicit_per_head_frequencies_and_widen_heads_refuses_them():
+    model = Transformer(Config(norm_position="pre", rope_freqs=(0.5, 0.3)))  # head 0: 0.5, head 1: 0.3
+    grown = widen(model, 2)
+    assert grown.model.config.rope_freqs == (0.5, 0.3, 0.5, 0.3)
+    rebuilt = Transformer(grown.model.config)  # what a checkpoint of the grown model rebuilds
+    assert torch.equal(rebuilt.blocks[0].attn.inv_freq, grown.model.blocks[0].attn.inv_freq)
+    with pytest.raises(GrowthError, match="no rule to extend"):
+        widen_heads(model)

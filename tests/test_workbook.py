@@ -118,6 +118,8 @@ MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must cont
     ("attention", attention_softmax_dim, "softmax_over_wrong_dim", "dim=-1"),
     ("layer_norm", layer_norm_no_keepdim, "raised", "keepdim=True"),
     ("make_batch", batch_padded_with_ignore, "padding", "PAD = 0"),
+    ("position_ids", lambda ids: solutions.my_position_ids(ids) + 1, "offset", "the TAB 0"),
+    ("position_ids", lambda ids: solutions.my_position_ids(ids).float(), "dtype", "torch.arange"),
     ("widen_weight", lambda W, k: torch.block_diag(*[W / k] * k), "_zeros_where_copies_should_be", "off the diagonal too"),
     ("widen_weight", lambda W, k: torch.cat([torch.cat([W] * k, 1)] * k, 0), "factor", "(= k)"),
 ]

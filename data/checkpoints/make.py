@@ -19,6 +19,9 @@ RECIPES = {
             "--norm-position pre --dropout 0 --steps 3000 --lr 6e-3 --seed 0 --eval-every 500",
     "reverse": "--task reverse --n-val 200 --d-model 32 --n-heads 4 --n-layers 2 "
                "--norm-position pre --steps 1500 --eval-every 250",
+    "shift_smallest": "--task shift --repeats 0.33 --d-model 6 --n-heads 1 --n-layers 1 "
+                      "--norm-position pre --dropout 0 --rope-base 20 --position-ids coupled "
+                      "--tie-embeddings --no-ffn --steps 3000 --lr 1e-2 --seed 1 --eval-every 250",
     "lm": "--text data/text/tinyshakespeare.txt --context 64 --d-model 64 --n-heads 4 --n-layers 4 "
           "--d-ff 256 --norm-position pre --dropout 0 --batch-size 32 --lr 3e-3 --steps 3000 "
           "--eval-every 250 --seed 0",

@@ -1,0 +1,159 @@
+"""Claims notebook 11 ("How small can it be?") makes in words, held to the stored sweep
+(bench/results/tiny_sweep.json), the shipped checkpoint and minitf's own functions."""
+import json
+import math
+
+import pytest
+import torch
+
+import minitf
+from conftest import ROOT
+from minitf import Config, Transformer, count_parameters
+from minitf.data import make_splits
+from minitf.heatmaps import attention_weights, head_scores
+from minitf.rope import alias_margin, config_frequencies, position_ids
+from minitf.smallest import load_tiny_sweep
+
+NOTEBOOK = ROOT / "notebooks" / "11_how_small.ipynb"
+CHECKPOINT = ROOT / "data" / "checkpoints" / "shift_smallest.pt"
+
+
+def sweep_run(key: str) -> dict:
+    return json.loads((ROOT / "bench" / "results" / "tiny_sweep.json").read_text())["runs"][key]
+
+
+def markdown() -> str:
+    nb = json.loads(NOTEBOOK.read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return load_tiny_sweep()
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_the_source_is_L_back_in_sequence_ids_and_plus_1_in_coupled_ids():
+    for L in range(1, 13):
+        x = bytes(range(65, 65 + L))
+        seq = torch.tensor([[*x, minitf.TAB, *minitf.shift_bytes(x), minitf.EOS]])
+        for scheme, expected in (("sequence", -L), ("coupled", 1)):
+            pos = position_ids(seq, scheme)[0]
+            # output byte i is predicted at position L + i from input byte i
+            assert {int(pos[i] - pos[L + i]) for i in range(L)} == {expected}
+
+
+def test_parameter_counts_quoted():
+    seed = Transformer(Config())
+    tables = 256 * 4 + 4 * 256 + 256
+    assert round(100 * tables / count_parameters(seed)) == 87
+    assert count_parameters(Transformer(Config(tie_embeddings=True))) == 1624
+    d6 = dict(d_model=6, n_heads=1, n_layers=1, d_ff=12, norm_position="pre")
+    untied, tied = (count_parameters(Transformer(Config(**d6, tie_embeddings=t))) for t in (False, True))
+    assert untied - tied == 1536 and tied == 2158
+    assert "1,536" in markdown() and "87 %" in markdown()
+
+
+def test_margins_quoted():
+    text = markdown()
+    assert f"{alias_margin([1.0]):.3f}" == "0.040" and "0.040" in text
+    assert f"{alias_margin([2 * math.pi / 13]):.3f}" == "0.115" and "0.115" in text
+    m6 = alias_margin(config_frequencies(Config(d_model=6, n_heads=1, rope_base=20.0))[0])
+    assert f"margin {m6:.3f}" in text.replace("\n", " ") and m6 > 7 * alias_margin([1.0])
+    assert round(math.cos(6), 2) == 0.96
+
+
+def test_the_sweep_numbers_in_the_text(sweep):
+    text = markdown().replace("\n", " ")
+    s = sweep[sweep.smallest_solver]
+    assert s.params == 1984 and sweep.smallest_solver == "d6, no FFN"
+    assert f"**{s.name}: {s.params:,} parameters**" in text
+    assert f"{s.exact_median:.1%} median ({min(s.exact):.1%}–{max(s.exact):.1%}), " \
+           f"{s.solved_seeds} of {len(s.exact)} seeds at 99 % or more" in text
+    d6 = sweep["d6"]
+    assert d6.solved_seeds == len(d6.exact) == 3
+    assert f"(d6, {d6.params:,} parameters) every seed reaches {min(d6.exact):.1%}" in text
+    for name in ("d5", "d4"):
+        assert f"{sweep[name].exact_median:.1%}" in text and sweep[name].exact_median < 0.99
+    longer = sweep["d4, 2× steps"]
+    assert f"{longer.exact_median:.1%} when trained twice as long" in text
+    assert f"{min(longer.exact):.1%} to {max(longer.exact):.1%}" in text
+    d8, d16 = sweep["seq d8 2L"], sweep["seq d16 2L"]
+    assert f"({d8.params:,} parameters) reaches {d8.exact_median:.1%} median" in text and d8.solved_seeds == 0
+    assert f"gets there on one seed of two: {max(d16.exact):.1%} and {min(d16.exact):.1%}" in text
+    assert d16.solved_seeds == 1 and len(d16.exact) == 2 and d16.params > 4 * s.params
+    assert f"{d16.params:,} parameters, on one seed of two" in text
+    # the smallest solver is smaller than the seed, and nothing smaller in the sweep has a median >= 99 %
+    assert s.params < 2648
+    assert not [c for c in sweep.configs.values() if c.params < s.params and c.exact_median >= 0.99]
+
+
+def test_the_ablation_numbers_in_the_text(sweep):
+    text = markdown().replace("\n", " ")
+    abl = {c.name: c for c in sweep.configs.values() if c.group == "ablation"}
+
+    def said(name):
+        c = abl[name]
+        return f"{c.exact_median:.1%} median ({c.solved_seeds} of {len(c.exact)} seeds)"
+    # "the numbering decides"
+    c = abl["− coupled ids"]
+    assert f"{c.exact_median:.1%} median (best seed {max(c.exact):.1%})" in text and max(c.exact) < 0.05
+    # "tying takes nothing away"
+    assert f"costs {abl['− tied head'].params - abl['solver'].params:,} parameters" in text
+    assert said("− tied head") in text and abl["− tied head"].solved_seeds <= abl["solver"].solved_seeds
+    # "the frequencies matter less": three heads of dimension 2 do no worse than the solver
+    assert said("− 2+ frequencies (base 10⁴)") in text and said("− one wide head (heads of 2)") in text
+    assert abl["− one wide head (heads of 2)"].solved_seeds >= abl["solver"].solved_seeds
+    base_10k = alias_margin(config_frequencies(Config(d_model=6, n_heads=1, rope_base=1e4))[0])
+    assert f"margin {base_10k:.3f}, no better than one frequency" in text
+    two = abl["+ a second layer"]
+    assert f"{two.exact_median:.1%} ({two.solved_seeds} of 3 seeds)" in text
+    assert abl["+ a second layer"].solved_seeds < 3  # "more is not safer"
+    p = abl["post-norm"]
+    assert f"{p.exact_median:.1%} median, seeds from {min(p.exact):.1%} to {max(p.exact):.1%}" in text
+    # "coupling alone does not rescue the seed's layout"
+    for name in ("seed", "seed + coupled", "seed + coupled + tied"):
+        assert f"{abl[name].exact_median:.1%}" in text and abl[name].exact_median < 0.05, name
+
+
+def test_the_shipped_smallest_solver_solves_fresh_pairs_with_repeats():
+    model = minitf.load(CHECKPOINT)
+    assert count_parameters(model) == 1984
+    assert model.config.position_ids == "coupled" and model.config.tie_embeddings
+    assert not model.config.ffn and model.config.n_layers == 1 and model.config.n_heads == 1
+    assert "--seed 1 " in model.metadata["command"]
+    seed0 = sweep_run("pareto/d6, no FFN/seed0")
+    assert seed0["exact_match"] < 0.99 and f"stopped at {seed0['exact_match']:.1%}" in markdown()
+    train_pairs, val_pairs = make_splits("shift", 20000, 1000, seed=1, repeats=0.33)
+    fresh = minitf.make_pairs("shift", 1000, seed=11, repeats=0.33,
+                              exclude=[p.input for p in train_pairs + val_pairs])
+    assert sum(len(set(p.input)) < len(p.input) for p in fresh) > 300  # repeated bytes included
+    assert minitf.evaluate(model, fresh)["exact_match"] >= 0.99
+
+
+def test_its_head_copies_by_position_and_eos_falls_back_on_the_tab():
+    model = minitf.load(CHECKPOINT)
+    pairs = minitf.make_pairs("shift", 200, seed=11, repeats=0.33)
+    assert head_scores(model, pairs, "shift")[0, 0] >= 0.99
+    x = b"hello world!"
+    weights, _ = attention_weights(model, (x, minitf.shift_bytes(x)))
+    last = weights[0][0, -1]  # the row that predicts EOS
+    assert int(last.argmax()) == len(x)  # the TAB
+
+
+def test_the_recipe_named_in_the_text_trains_the_shipped_model():
+    from minitf import recipes
+    from minitf.cli import config_from_args, parser
+    assert "--recipe shift-smallest" in markdown()
+    flags = recipes.get("shift-smallest").flags
+    model = minitf.load(CHECKPOINT)
+    assert set(flags.split()) <= set(model.metadata["command"].split())  # the same flags and values
+    args = parser().parse_args(["train", *flags.split(), "--out", "x.pt"])
+    assert config_from_args(args) == model.config
