@@ -64,6 +64,7 @@ SOLVED = 0.99          # exact match that counts as solved
 SOLVE_GOAL_S = 60.0
 SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts included
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
+SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
 
 
@@ -425,8 +426,7 @@ def fmt(s: dict, digits: int = 1, unit: str = "") -> str:
 def render(results: Path, out_md: Path, argv: list[str]) -> None:
     load = lambda n: json.loads((results / f"bench_{n}.json").read_text()) \
         if (results / f"bench_{n}.json").exists() else None
-    steps, solve, nbs, origami, ablation, env = (load(n) for n in ("steps", "solve", "notebooks", "origami",
-                                                                    "ablation", "machine"))
+    steps, solve, nbs, origami, env = (load(n) for n in ("steps", "solve", "notebooks", "origami", "machine"))
     L = ["# minitf benchmark report", "",
          "Written by `bench/run.py` (`make bench`); each section says when it ran. Figures are "
          "**median (min–max)** over the repeats stated. The machine was shared with other jobs: the "
@@ -587,55 +587,22 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
     else:
         L += ["Not measured: no bench/results/origami*.json when the benchmark last ran. "
               "Re-run with `python bench/run.py --only origami`.", ""]
-    ladder_md = results / "ablation.md"
-    if ablation or ladder_md.exists():
-        L += ["## 5. The ablation ladder", ""]
-        L += [f"`{run['command']}` ran from `bench/run.py` on {ablation['date']}: exit {run['exit_code']}, "
-              f"{run['wall_seconds']:.0f} s wall time." for run in (ablation or {}).get("runs", [])]
-        if ladder_md.exists():
-            L += ["", "The stored ladder, `bench/results/ablation.md`:", ""]
-            L += [("##" + line) if line.startswith("#") else line
-                  for line in ladder_md.read_text().strip().splitlines()]
-        L.append("")
-    lm, lm_md = load("lm"), results / "lm.md"
-    if lm or lm_md.exists():
-        L += ["## 6. Language model: loss vs time, and the KV cache", ""]
-        L += [f"`{run['command']}` ran from `bench/run.py` on {lm['date']}: exit {run['exit_code']}, "
-              f"{run['wall_seconds']:.0f} s wall time." for run in (lm or {}).get("runs", [])]
-        if lm_md.exists():
-            L += ["", "`bench/results/lm.md`:", ""]
-            L += [("##" + line) if line.startswith("#") else line
-                  for line in lm_md.read_text().strip().splitlines()]
-        L.append("")
-    lm_growth, lm_growth_md = load("lm_growth"), results / "lm_growth.md"
-    if lm_growth or lm_growth_md.exists():
-        L += ["## 7. Language model: growth against scratch at equal FLOPs", ""]
-        L += [f"`{run['command']}` ran from `bench/run.py` on {lm_growth['date']}: exit {run['exit_code']}, "
-              f"{run['wall_seconds']:.0f} s wall time." for run in (lm_growth or {}).get("runs", [])]
-        if lm_growth_md.exists():
-            L += ["", "`bench/results/lm_growth.md`:", ""]
-            L += [("##" + line) if line.startswith("#") else line
-                  for line in lm_growth_md.read_text().strip().splitlines()]
-        L.append("")
-    tiny_sweep, tiny_sweep_md = load("tiny_sweep"), results / "tiny_sweep.md"
-    if tiny_sweep or tiny_sweep_md.exists():
-        L += ["## 8. How small can it be? The smallest shift solver", ""]
-        L += [f"`{run['command']}` ran from `bench/run.py` on {tiny_sweep['date']}: exit {run['exit_code']}, "
-              f"{run['wall_seconds']:.0f} s wall time." for run in (tiny_sweep or {}).get("runs", [])]
-        if tiny_sweep_md.exists():
-            L += ["", "`bench/results/tiny_sweep.md`:", ""]
-            L += [("##" + line) if line.startswith("#") else line
-                  for line in tiny_sweep_md.read_text().strip().splitlines()]
-        L.append("")
-    fast, fast_md = load("fast"), results / "fast_recipe.md"
-    if fast or fast_md.exists():
-        L += ["## 9. The fastest recipe: start to saved checkpoint", ""]
-        L += [f"`{run['command']}` ran from `bench/run.py` on {fast['date']}: exit {run['exit_code']}, "
-              f"{run['wall_seconds']:.0f} s wall time." for run in (fast or {}).get("runs", [])]
-        if fast_md.exists():
-            L += ["", "`bench/results/fast_recipe.md`:", ""]
-            L += [("##" + line) if line.startswith("#") else line
-                  for line in fast_md.read_text().strip().splitlines()]
+    for number, (name, summary, title) in enumerate([
+            ("ablation", "ablation.md", "The ablation ladder"),
+            ("lm", "lm.md", "Language model: loss vs time, and the KV cache"),
+            ("lm_growth", "lm_growth.md", "Language model: growth against scratch at equal FLOPs"),
+            ("tiny_sweep", "tiny_sweep.md", "How small can it be? The smallest shift solver"),
+            ("fast", "fast_recipe.md", "The fastest recipe: start to saved checkpoint")], start=5):
+        # the long experiments: what bench/run.py ran, then the summary each wrote itself
+        section, md = load(name), results / summary
+        if not (section or md.exists()):
+            continue
+        L += [f"## {number}. {title}", ""]
+        L += [f"`{run['command']}` ran from `bench/run.py` on {section['date']}: exit {run['exit_code']}, "
+              f"{run['wall_seconds']:.0f} s wall time." for run in (section or {}).get("runs", [])]
+        if md.exists():
+            L += ["", f"`bench/results/{summary}`:", ""]
+            L += [("##" + line) if line.startswith("#") else line for line in md.read_text().strip().splitlines()]
         L.append("")
     if goals:
         L[L.index("## Machine") if "## Machine" in L else 4:0] = [
@@ -699,8 +666,8 @@ def main(argv=None) -> int:
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", nargs="+",
-                   choices=["steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast"],
-                   default=["steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast"])
+                   choices=SECTIONS,
+                   default=list(SECTIONS))
     p.add_argument("--quick", action="store_true", help="few rounds and repeats, for a smoke run")
     p.add_argument("--report-only", action="store_true", help="re-render the report from stored results")
     p.add_argument("--rounds", type=int, default=9, help="interleaved timing rounds per size")
@@ -736,7 +703,7 @@ def main(argv=None) -> int:
                     "lm_growth": lambda: bench_script("lm_growth.py", args),
                     "tiny_sweep": lambda: bench_script("tiny_sweep.py", args),
                     "fast": lambda: bench_script("fast_recipe.py", args)}
-        for name in ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast"):
+        for name in SECTIONS:
             if name in args.only:
                 print(f"[{now()}] {name} …", flush=True)
                 data = sections[name]()

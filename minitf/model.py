@@ -82,17 +82,21 @@ class Transformer(nn.Module):
             # The width the head's 256 rows cost is free for d_model; the 256 biases stay
             self.head.weight = self.embed.weight
 
+    def positions(self, ids: torch.Tensor) -> torch.Tensor | None:
+        """Every token's position id (B, T) for config.position_ids="coupled", else None (0 … T−1).
+        A method, so a learner's own numbering can take its place (minitf.parts)."""
+        return position_ids(ids, "coupled") if self.config.position_ids == "coupled" else None
+
     def forward(self, ids: torch.Tensor, return_attention: bool = False):
         if ids.dim() != 2:
             raise ValueError(f"ids must be (batch, length), got shape {tuple(ids.shape)}")
         B, T = ids.shape
         if T > self.config.max_len:
             raise ValueError(f"sequence length {T} exceeds max_len {self.config.max_len}")
-        coupled = self.config.position_ids == "coupled"
-        pos = position_ids(ids, "coupled") if coupled else None  # (B, T), or None: 0 … T−1
+        pos = self.positions(ids)  # (B, T), or None: 0 … T−1
         h = self.embed(ids)  # (B, T, C)
         if self.config.positional == "sinusoidal":
-            h = h + (self.pos_table[pos] if coupled else self.pos_table[:T])
+            h = h + (self.pos_table[:T] if pos is None else self.pos_table[pos])
         h = self.drop(h)
         all_weights = []
         cos = sin = freq = None

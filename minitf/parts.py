@@ -28,6 +28,7 @@ from .config import Config
 from .ffn import FeedForward
 from .model import Transformer
 from .norms import LayerNorm, RMSNorm
+from .tokens import TAB
 
 # piece → (the call the model makes, the notebook whose exercise writes it)
 PIECES = {
@@ -39,6 +40,7 @@ PIECES = {
     "rms_norm": ("rms_norm(x, weight, eps)", "04"),
     "feed_forward": ("feed_forward(x, w_up, b_up, w_down, b_down), ReLU", "04"),
     "make_batch": ("make_batch(pairs) → (ids, targets)", "05"),
+    "position_ids": ("position_ids(ids) → (B, T) coupled ids (used when config.position_ids='coupled')", "11"),
 }
 
 
@@ -53,6 +55,7 @@ class Parts:
     rms_norm: Callable | None = None
     feed_forward: Callable | None = None
     make_batch: Callable | None = None
+    position_ids: Callable | None = None
     origin: dict = field(default_factory=dict, compare=False)  # piece → where it came from
 
     def given(self) -> list[str]:
@@ -155,6 +158,8 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
                     _swap(block, name, YourNorm(norm_fn, c.d_model, c.norm_eps))
     if norm_fn and model.final_norm is not None:
         _swap(model, "final_norm", YourNorm(norm_fn, c.d_model, c.norm_eps))
+    if parts.position_ids and c.position_ids == "coupled":  # your numbering, where the model asks for one
+        model.positions = lambda ids: parts.position_ids(ids).to(ids.device)
     model.parts = parts
     return model
 
@@ -203,6 +208,8 @@ def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
     reference = Transformer(config).double()
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(32, 127, (2, 9), generator=g)  # two rows of printable bytes, (B, T)
+    if config.position_ids == "coupled":
+        ids[0, 4] = TAB  # one row a pair, input TAB output, so that the coupled ids restart
     expected = _logits(reference, ids)
 
     def difference(model_parts: Parts) -> float | str:
@@ -264,7 +271,11 @@ def mine(fallback: Callable[[str], Callable] | None = None) -> Parts:
     """Your saved pieces as Parts. Pieces you have not saved are filled by `fallback(name)` (for
     instance the reference solutions: `lambda name: getattr(minitf.solutions, "my_" + name)`) or
     left to minitf. All files share one namespace, so one piece may call another."""
-    namespace = {"torch": torch, "math": __import__("math"), "F": torch.nn.functional}
+    import minitf
+    from .tokens import EOS, IGNORE, PAD
+    # what the notebooks' cells had at hand when the pieces were written
+    namespace = {"torch": torch, "math": __import__("math"), "F": torch.nn.functional, "minitf": minitf,
+                 "TAB": TAB, "EOS": EOS, "PAD": PAD, "IGNORE": IGNORE}
     found, origin = {}, {}
     for name in PIECES:
         path = folder() / f"{name}.py"

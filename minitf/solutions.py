@@ -105,10 +105,10 @@ __all__ = [name for name in dir() if name.startswith("my_")]
 
 def my_position_ids(ids):
     B, T = ids.shape
+    t = torch.arange(T)                            # the usual numbering 0, 1, 2, …
     out = torch.zeros(B, T, dtype=torch.long)
     for b in range(B):
         row = ids[b].tolist()
         tab = row.index(TAB) if TAB in row else T  # the first TAB (T: the row has none)
-        for t in range(T):
-            out[b, t] = t + 1 if t < tab else t - tab  # input j → j + 1; TAB → 0; output j → j + 1
+        out[b] = torch.where(t < tab, t + 1, t - tab)  # input j → j + 1; TAB → 0; output j → j + 1
     return out

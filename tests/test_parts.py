@@ -12,10 +12,12 @@ CONFIGS = [
     minitf.Config(),                                                   # the tiny model: post-norm, LayerNorm
     minitf.Config(d_model=8, n_heads=2, norm="rms", norm_position="pre"),
     minitf.Config(d_model=8, n_heads=1, causal=False, positional="sinusoidal"),
+    minitf.Config(d_model=6, n_heads=1, n_layers=1, norm_position="pre", position_ids="coupled",
+                  tie_embeddings=True, ffn=False),                    # the smallest solver's layout
 ]
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=["tiny", "pre-rms", "no-mask-sinusoidal"])
+@pytest.mark.parametrize("config", CONFIGS, ids=["tiny", "pre-rms", "no-mask-sinusoidal", "coupled-tied"])
 def test_the_reference_solutions_compute_minitfs_logits(config):
     result = parts.check(ALL, config)
     assert result.ok, str(result)
@@ -75,6 +77,27 @@ def test_the_check_names_the_broken_piece(broken):
     assert not result.ok
     assert list(result.broken) == [broken], str(result)
     assert f"broken piece: {broken}" in str(result)
+
+
+def test_usual_numbering_for_coupled_position_ids_is_named():
+    config = minitf.Config(d_model=8, n_heads=2, position_ids="coupled")
+    pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
+    pieces["position_ids"] = lambda ids: torch.arange(ids.size(1)).expand(ids.shape)  # 0, 1, 2, …
+    result = parts.check(parts.Parts(**pieces), config)
+    assert list(result.broken) == ["position_ids"], str(result)
+
+
+def test_every_saved_reference_piece_loads_back_and_computes_minitfs_logits(tmp_path, monkeypatch):
+    # a saved piece runs in a namespace of its own: the names the notebooks gave it must be there
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path))
+    for name in parts.PIECES:
+        assert parts.save(name, getattr(solutions, f"my_{name}")) is not None
+    mine = parts.mine()
+    assert mine.given() == list(parts.PIECES)
+    assert parts.check(mine, minitf.Config(d_model=8, n_heads=2, position_ids="coupled")).ok
+    ids, targets = mine.make_batch(minitf.make_pairs("shift", 4, seed=0))
+    expected = minitf.make_batch(minitf.make_pairs("shift", 4, seed=0))
+    assert torch.equal(ids, expected[0]) and torch.equal(targets, expected[1])
 
 
 def test_rope_split_halves_is_named_on_a_model_with_head_dim_4():
