@@ -148,6 +148,22 @@ def _bench():
     return module
 
 
+def test_the_new_layers_learning_rate_rule_boosts_exactly_the_layers_deepen_added():
+    bench = _bench()
+    arm = bench.ARMS["deepen 2→4, τ=0.75, new layers 2× LR"]
+    assert bench.new_layers(arm, 2) == [1, 3]
+    small, opt, _, _ = _trained()  # 2 layers, moments non-zero
+    g = origami.deepen(small, arm["after"], optimizer=opt)
+    moments = {id(p): g.optimizer.state[p]["exp_avg_sq"].clone() for p in g.model.parameters()}
+    bench.boost(g.model, g.optimizer, bench.new_layers(arm, 2), 2.0)
+    boosted = {id(p) for group in g.optimizer.param_groups if group.get("lr_scale") == 2.0
+               for p in group["params"]}
+    new = {id(p) for j in (1, 3) for p in g.model.blocks[j].parameters()}
+    assert boosted == new and len(g.optimizer.param_groups) == 4
+    assert sum(len(group["params"]) for group in g.optimizer.param_groups) == len(list(g.model.parameters()))
+    assert all(torch.equal(g.optimizer.state[p]["exp_avg_sq"], moments[id(p)]) for p in g.model.parameters())
+
+
 def test_reach_interpolates_between_evaluations():
     bench = _bench()
     curve = [{"flops": 10, "val_loss": 3.0}, {"flops": 20, "val_loss": 2.0}, {"flops": 30, "val_loss": 1.5}]
@@ -292,13 +308,21 @@ def test_notebook_07_result_and_explanation_match_the_stored_numbers(section9):
     r = load_lm_growth()
     arms = {a.name: a for a in r.arms}
     claimed = [a for a in r.arms if a.beats_scratch_range]
-    assert [a.name for a in claimed] == ["deepen 2→4, τ=0.75", "stack 2→4, τ=0.75"]
+    assert [a.name for a in claimed] == ["deepen 2→4, τ=0.75", "stack 2→4, τ=0.75", "deepen 2→4, τ=0.8",
+                                         "deepen 2→4, τ=0.75, new layers 2× LR"]
+    assert "Four arms reach that loss" in section9
     for a in claimed:
         lo, hi = a.ratio_range
         assert f"{a.name} ({lo:.2f}–{hi:.2f} of scratch's FLOPs)" in section9
     best = r.best()
     lo, hi = best.ratio_range
-    assert best.name == "deepen 2→4, τ=0.75"
+    assert best.name == "deepen 2→4, τ=0.8" and f"its bound was {best.bound:.2f}" in section9
+    others = [x for a in claimed for x in a.ratio_range]
+    assert f"gave {round(100 * (1 - max(others)))} %–{round(100 * (1 - min(others)))} %" in section9
+    # "moved the ratio by about a hundredth": the added arms against the arm they push further
+    base = arms["deepen 2→4, τ=0.75"]
+    for name in ("deepen 2→4, τ=0.8", "deepen 2→4, τ=0.75, new layers 2× LR"):
+        assert abs(_mean(arms[name].ratios) - _mean(base.ratios)) < 0.015
     saving = f"{round(100 * (1 - hi))} %–{round(100 * (1 - lo))} %"
     assert f"saves {saving} of the compute" in section9 and f"{saving} fewer FLOPs, every seed" in section9
     wide = arms["widen d32→64, τ=0.75"]
