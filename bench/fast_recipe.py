@@ -14,12 +14,10 @@ uniform random text and text with repeated bytes (`--repeats 0.33`).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import hashlib
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,10 +26,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import minitf  # noqa: E402
 from minitf import cli  # noqa: E402
 from minitf.data import make_pairs  # noqa: E402
+from run import fmt, loadavg, now, read_recipe, stats  # noqa: E402  (bench/run.py's own helpers)
 
 FAST = "python -m minitf train --recipe shift-fast"
 GOAL_S = 15.0
@@ -39,19 +39,9 @@ TARGET = 0.998
 CONFIRM_SEED = 7000  # + 10·run: the confirmation sets (the CLI's own use seed+1000 and seed+2000)
 
 
-def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def loadavg() -> list[float]:
-    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
-
-
 def readme_recipe() -> str:
     """The shift recipe of RECIPE.md (the README's command), as bench/run.py's solve section reads
     it, without its --out (each run adds its own)."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from run import read_recipe
     return shlex.join(without_out(shlex.split(read_recipe()[0])))
 
 
@@ -101,14 +91,6 @@ def confirm(path: Path, n: int, seed: int) -> dict:
                      "exact_match": metrics["exact_match"],
                      "errors": round(len(pairs) * (1 - metrics["exact_match"]))}
     return out
-
-
-def stats(values) -> dict:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values), "n": len(values)}
-
-
-def fmt(s: dict, digits: int = 1) -> str:
-    return f"{s['median']:.{digits}f} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
 
 
 def render(res: dict) -> str:

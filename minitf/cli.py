@@ -54,11 +54,8 @@ def config_from_args(args) -> Config:
                   d_ff=args.d_ff or 2 * args.d_model, norm_position=args.norm_position,
                   norm=args.norm, activation=args.activation, rope_base=args.rope_base,
                   dropout=args.dropout, max_len=max_len(args),
-                  position_ids=getattr(args, "position_ids", "sequence"),
-                  tie_embeddings=getattr(args, "tie_embeddings", False),
-                  rope_scale=getattr(args, "rope_scale", 1.0),
-                  rope_freqs=getattr(args, "rope_freqs", None),
-                  ffn=not getattr(args, "no_ffn", False))
+                  position_ids=args.position_ids, tie_embeddings=args.tie_embeddings,
+                  rope_scale=args.rope_scale, rope_freqs=args.rope_freqs, ffn=not args.no_ffn)
 
 
 def max_len(args) -> int:
@@ -69,17 +66,11 @@ def max_len(args) -> int:
 
 
 def train_val_pairs(args):
-    """The pairs `train` uses: the --train/--val files, or generated ones (data.make_splits).
-    --val-repeats makes the held-out pairs (same seed) with that fraction of repeated-byte inputs."""
+    """The pairs `train` uses: the --train/--val files, or generated ones (data.make_splits)."""
     given = read_pairs(args.train) if args.train else None
-    val_repeats = getattr(args, "val_repeats", 0.0)
-    train_pairs, val_pairs = make_splits(args.task, args.n_train,
-                                         0 if args.val or val_repeats else args.n_val,
+    train_pairs, val_pairs = make_splits(args.task, args.n_train, 0 if args.val else args.n_val,
                                          args.seed, max_len=args.pair_len, repeats=args.repeats,
-                                         train=given)
-    if val_repeats and not args.val:  # make_splits' held-out pairs, some inputs with repeated bytes
-        val_pairs = make_pairs(args.task, args.n_val, args.seed + 2000, max_len=args.pair_len,
-                               exclude=[p.input for p in train_pairs], repeats=val_repeats)
+                                         val_repeats=args.val_repeats, train=given)
     return train_pairs, (read_pairs(args.val) if args.val else val_pairs)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .rope import position_ids, rope_angles
+from .rope import rope_angles
 
 
 class KVCache:
@@ -55,7 +55,7 @@ def forward_cached(model, ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
     pos = None  # sequence ids: start … start+T−1
     if config.position_ids == "coupled":  # a new byte's id depends on where the first TAB was
         cache.ids = ids if cache.ids is None else torch.cat([cache.ids, ids], dim=1)
-        pos = position_ids(cache.ids, "coupled")[:, start:]  # (B, T)
+        pos = model.positions(cache.ids)[:, start:]  # (B, T)
     h = model.embed(ids)  # (B, T, C)
     if config.positional == "sinusoidal":
         h = h + (model.pos_table[start:start + T] if pos is None else model.pos_table[pos])

@@ -443,15 +443,11 @@ def deepen(model: Transformer, after: list[int] | None = None, *, seed: int = 0,
     grown = _finish(model, new, operation, "bit-exact" if not post else "exact up to LayerNorm eps",
                     state, inputs, tol, extra=100 * cfg.norm_eps if post else 0.0)
     if optimizer is not None:  # moved parameters keep their state; new layers: see the docstring
+        # a new layer's tensor maps onto its neighbour's, every entry of it new: zero momentum, the
+        # neighbour's mean second moment, its step count
+        all_new = lambda n, p: torch.ones_like(p, dtype=torch.bool) if n in neighbour else None
         grown.optimizer = _grow_optimizer(optimizer, model, grown.model, lambda n, t, kind: t,
-                                          lambda n, p: None, origin)
-        old_params = dict(model.named_parameters())
-        for name, p in grown.model.named_parameters():
-            source = optimizer.state.get(old_params.get(neighbour.get(name)), {})
-            if name in neighbour and source:
-                grown.optimizer.state[p] = {
-                    "step": source["step"].clone(), "exp_avg": torch.zeros_like(p),
-                    "exp_avg_sq": torch.full_like(p, source["exp_avg_sq"].mean().item())}
+                                          all_new, {**origin, **neighbour})
     return grown
 
 

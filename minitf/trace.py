@@ -31,7 +31,6 @@ from dataclasses import dataclass
 import torch
 
 from .attention import causal_mask
-from .rope import position_ids
 from .tokens import byte_label, show, to_bytes
 
 
@@ -182,7 +181,8 @@ def trace(model, ids) -> Trace:
     if not 1 <= len(ids) <= config.max_len:
         raise ValueError(f"need 1 to max_len = {config.max_len} bytes, got {len(ids)}")
     m = copy.deepcopy(model).double().eval()  # the learner's model stays as it is
-    pos = position_ids(torch.tensor([ids]), config.position_ids)[0]  # (T,) 0 … T−1 unless coupled
+    pos = m.positions(torch.tensor([ids]))  # the model's own numbering (coupled), or None
+    pos = torch.arange(len(ids)) if pos is None else pos[0]  # (T,)
     embedding = m.embed.weight[ids]  # (T, C)
     positional = m.pos_table[pos] if config.positional == "sinusoidal" else None
     x0 = embedding + positional if positional is not None else embedding
