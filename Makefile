@@ -18,8 +18,12 @@ $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[lightning]"
 	touch $(TEST_STAMP)
 
-lab: $(TEST_STAMP)  ## open JupyterLab on the notebooks
-	$(VENV)/bin/jupyter lab notebooks/
+# JupyterLab refuses to start as root (containers, many cloud machines) unless told it may
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+LAB_ARGS ?=
+
+lab: $(TEST_STAMP)  ## open JupyterLab on the notebooks (options: make lab LAB_ARGS="--port 8899 --no-browser")
+	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
 test: $(TEST_STAMP)  ## unit tests and every notebook re-run and compared with its stored outputs
 	$(PY) -m pytest --nbval tests notebooks
@@ -29,6 +33,12 @@ test-unit: $(TEST_STAMP)
 
 test-notebooks: $(TEST_STAMP)
 	$(PY) -m pytest --nbval notebooks
+
+# every CPU instruction set torch offers on this machine, with 1 and 2 threads: a learner's CPU is
+# not yours, and float32 results differ in their last digits between them
+.PHONY: test-matrix
+test-matrix: $(TEST_STAMP)  ## the unit tests and the notebooks under each ATEN_CPU_CAPABILITY and thread count
+	bash tests/matrix.sh $(PY)
 
 .PHONY: test-browser
 test-browser: $(TEST_STAMP)  ## every notebook in JupyterLab in headless Chromium: stored outputs and widget pictures, run all, use each widget

@@ -258,6 +258,10 @@ def fit(model: Transformer, datamodule: MinitfDataModule, *, steps: int = 1000, 
         trainer.fit(module, datamodule)
         if not recorder.history.val or recorder.history.val[-1]["step"] != steps:
             trainer.validate(module, datamodule, verbose=False)
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        # Lightning leaves the process group (gloo's threads) running; left to the interpreter's
+        # exit it can abort a finished run with "terminate called without an active exception"
+        torch.distributed.destroy_process_group()
     recorder.history.seconds = time.perf_counter() - start
     recorder.history.optimizer = trainer.optimizers[0] if trainer.optimizers else None
     recorder.history.trainer = trainer

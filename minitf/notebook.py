@@ -1,6 +1,7 @@
 """One call at the top of every notebook: same seed, same numbers, same pictures everywhere."""
 from __future__ import annotations
 
+import os
 import random
 import warnings
 
@@ -28,17 +29,18 @@ def deterministic_algorithms() -> None:
         set_flag(True, warn_only=False)
 
 
-def setup(seed: int = 0, precision: int = 4, threads: int = 1) -> None:
+def setup(seed: int = 0, precision: int = 4, threads: int | None = None) -> None:
     """Seed everything, make torch deterministic, print rounded tensors, draw inline PNGs.
 
     One thread: float sums then add up in the same order on every machine, and models this small
-    run no slower on one core. Warnings keep showing (they may be about your own code), printed
+    run no slower on one core (MINITF_THREADS=2 in the environment checks that nothing shown
+    depends on it). Warnings keep showing (they may be about your own code), printed
     without machine paths.
     """
     random.seed(seed)
     torch.manual_seed(seed)
     deterministic_algorithms()
-    torch.set_num_threads(threads)
+    torch.set_num_threads(threads or int(os.environ.get("MINITF_THREADS", "1")))
     torch.set_printoptions(precision=precision, sci_mode=False)
     warnings.formatwarning = _short_warning
     try:

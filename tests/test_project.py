@@ -1,6 +1,7 @@
 """The project's promises about itself: set-up files agree, notebooks import rather than copy."""
 import ast
 import json
+import pathlib
 import re
 import subprocess
 import sys
@@ -50,6 +51,45 @@ def test_ci_runs_the_readme_test_command():
     first_block = readme.split("```")[1]
     assert "make lab" in first_block and "make test" in first_block
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_make_lab_starts_for_root_too_and_takes_options(tmp_path):
+    """`make lab LAB_ARGS=...` reaches JupyterLab, which answers on the port asked for; as root the
+    Makefile adds --allow-root (JupyterLab exits at once without it)."""
+    import os
+    import time
+    import urllib.request
+    port = free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+           "IPYTHONDIR": str(tmp_path / "ipython")}
+    lab = subprocess.Popen(["make", "--no-print-directory", "lab", f"PY={sys.executable}",
+                            f"VENV={pathlib.Path(sys.executable).parents[1]}", "STAMP=", "TEST_STAMP=",
+                            f"LAB_ARGS=--no-browser --ip 127.0.0.1 --port {port} "
+                            "--IdentityProvider.token= --ServerApp.port_retries=0"],
+                           cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, start_new_session=True)
+    try:
+        deadline, status = time.monotonic() + 60, None
+        while time.monotonic() < deadline and lab.poll() is None:
+            try:
+                status = urllib.request.urlopen(f"http://127.0.0.1:{port}/lab", timeout=2).status
+                break
+            except OSError:
+                time.sleep(0.5)
+        assert status == 200, f"JupyterLab did not answer on port {port}: {lab.poll()=}"
+    finally:
+        os.killpg(lab.pid, 15)
+        command = lab.communicate(timeout=30)[0].splitlines()[0]
+    assert f"--port {port}" in command and "--no-browser" in command
+    assert ("--allow-root" in command) == (os.geteuid() == 0)
 
 
 def minitf_public_names():

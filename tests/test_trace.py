@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import minitf
+from conftest import assert_close_float32
 from minitf.trace import fmt, trace
 
 CHECKPOINTS = sorted((pathlib.Path(__file__).parents[1] / "data" / "checkpoints").glob("*.pt"))
@@ -223,8 +224,7 @@ def test_the_trace_equals_the_modules_activations_for_every_checkpoint(path, tex
     same(tr.logits, seen["head"])
     same(tr.logits, logits)
     # and the float32 model the learner holds agrees to float32 precision
-    torch.testing.assert_close(tr.logits.float(), model(torch.tensor([tr.ids]))[0],
-                               rtol=1e-4, atol=1e-4)
+    assert_close_float32(model(torch.tensor([tr.ids]))[0], tr.logits.float())
 
 
 @pytest.mark.parametrize("name", ["tiny", "not-causal", "grown-heads"])
