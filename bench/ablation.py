@@ -1,6 +1,6 @@
 """The ablation ladder: what each component of the Transformer buys, measured on copy and shift.
 
-    python bench/ablation.py            # the stored result: bench/results/ablation.{json,md}
+    python bench/ablation.py            # the stored result: minitf/experiments/stored/ablation.{json,md}
     python bench/ablation.py --quick    # a smoke run in seconds (writes to /tmp unless --out)
     python bench/ablation.py --tasks shift --seeds 0    # a part; stored runs are kept
 
@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from minitf import Config, Transformer, count_parameters, evaluate, make_pairs, train  # noqa: E402
-from minitf.baselines import baseline_losses  # noqa: E402
-from minitf.files import atomic_write  # noqa: E402
-from minitf.results import Ablation  # noqa: E402
+from minitf.core.baselines import baseline_losses  # noqa: E402
+from minitf.core.files import atomic_write  # noqa: E402
+from minitf.experiments.results import Ablation  # noqa: E402
 
 TASKS = ("copy", "shift")
 MAX_LEN = 5
@@ -126,7 +126,7 @@ def save(out: Path, doc: dict) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a smoke run: few steps and pairs, one seed")
-    p.add_argument("--out", type=Path, help="the json (default: bench/results/ablation.json; "
+    p.add_argument("--out", type=Path, help="the json (default: minitf/experiments/stored/ablation.json; "
                                             "/tmp/ablation_quick.json with --quick)")
     p.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     p.add_argument("--variants", nargs="+", choices=list(VARIANTS), help="only these variants")
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     s = QUICK if args.quick else SETTINGS
     seeds = args.seeds or ((0,) if args.quick else SEEDS)
-    out = args.out or (Path("/tmp/ablation_quick.json") if args.quick else ROOT / "bench/results/ablation.json")
+    out = args.out or (Path("/tmp/ablation_quick.json") if args.quick else ROOT / "minitf/experiments/stored/ablation.json")
     doc = json.loads(out.read_text()) if out.exists() and not args.quick else {}  # a smoke run starts afresh
     stored = doc.get("variants", {})  # a variant whose config changed since is run again
     changed = {name for name, v in stored.items()

@@ -1,7 +1,7 @@
 """The fastest recipe: `python -m minitf train --recipe shift-fast` beside the README's shift recipe,
 whole commands timed from start to saved checkpoint, then each checkpoint checked on fresh pairs.
 
-    python bench/fast_recipe.py           # 3 runs of each, interleaved: bench/results/fast_recipe.json, .md
+    python bench/fast_recipe.py           # 3 runs of each, interleaved: minitf/experiments/stored/fast_recipe.json, .md
     python bench/fast_recipe.py --quick   # a smoke run: one of each, the README's cut to 200 steps, to /tmp
 
 Each run is a separate `python -m minitf train …` process (interpreter start, import, data, training,
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import minitf  # noqa: E402
 from minitf import cli  # noqa: E402
-from minitf.data import make_pairs  # noqa: E402
+from minitf.core.data import make_pairs  # noqa: E402
 from run import fmt, loadavg, now, read_recipe, stats  # noqa: E402  (bench/run.py's own helpers)
 
 FAST = "python -m minitf train --recipe shift-fast"
@@ -147,12 +147,12 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="one run of each, the README's cut to 200 steps, to /tmp")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--confirm-pairs", type=int, default=1000)
-    p.add_argument("--out", type=Path, default=None, help="results directory (default bench/results; --quick: /tmp)")
+    p.add_argument("--out", type=Path, default=None, help="results directory (default minitf/experiments/stored; --quick: /tmp)")
     p.add_argument("--render-only", action="store_true", help="rewrite the .md from the stored .json")
     args = p.parse_args(argv)
     import torch
     torch.set_num_threads(1)  # the confirmations: one thread, like the runs (two crawl on a busy machine)
-    out_dir = args.out or (Path(tempfile.gettempdir()) / "minitf-bench-quick" if args.quick else ROOT / "bench" / "results")
+    out_dir = args.out or (Path(tempfile.gettempdir()) / "minitf-bench-quick" if args.quick else ROOT / "minitf" / "experiments" / "stored")
     out_dir.mkdir(parents=True, exist_ok=True)
     if args.render_only:
         (out_dir / "fast_recipe.md").write_text(render(json.loads((out_dir / "fast_recipe.json").read_text())))

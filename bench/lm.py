@@ -9,7 +9,7 @@ tokens), on one thread, one after the other in this process. Every `--eval-every
 scored on the same 400 validation windows of 64 bytes (25,600 bytes spread over the whole
 validation split; the time this takes is not counted), and at the end on the whole split.
 Training time is given as wall time and as this process's CPU time: on a shared machine the CPU
-time is the steadier figure. Writes bench/results/lm.json and bench/results/lm.md.
+time is the steadier figure. Writes minitf/experiments/stored/lm.json and minitf/experiments/stored/lm.md.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import minitf  # noqa: E402
 from minitf import cli  # noqa: E402
-from minitf.text import tiled_windows  # noqa: E402
+from minitf.core.text import tiled_windows  # noqa: E402
 import nanogpt_reference as ref  # noqa: E402
 
 TEXT = ROOT / "data" / "text" / "tinyshakespeare.txt"
@@ -91,7 +91,7 @@ def run_minitf(recipe: str, eval_every: int, quick: bool) -> dict:
     text = minitf.read_text(args.text, args.context)
     torch.manual_seed(args.seed)
     model = minitf.Transformer(cli.config_from_args(args))
-    train_module = sys.modules["minitf.train"]
+    train_module = sys.modules["minitf.core.train"]
     original = train_module.validate
     clock, curve = None, []
 
@@ -206,7 +206,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--eval-every", type=int, default=100)
-    p.add_argument("--results", type=Path, default=ROOT / "bench" / "results")
+    p.add_argument("--results", type=Path, default=ROOT / "minitf" / "experiments" / "stored")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     eval_every = 10 if args.quick else args.eval_every

@@ -20,7 +20,7 @@ Scratch's peak learning rate is tuned first (seed 0, three values, one more step
 the largest; the final validation loss); every arm then uses scratch's best rate. Each finished run is written to the JSON at once and
 skipped when the script is run again. Training time is wall time and CPU time of this process
 (one thread) with the evaluations taken out; the load average is stored beside them.
-Writes bench/results/lm_growth.json and bench/results/lm_growth.md.
+Writes minitf/experiments/stored/lm_growth.json and minitf/experiments/stored/lm_growth.md.
 """
 from __future__ import annotations
 
@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import minitf  # noqa: E402
 from minitf import origami  # noqa: E402
-from minitf.flops import flops_per_token  # noqa: E402
-from minitf.model import count_parameters  # noqa: E402
-from minitf.train import make_batches, make_optimizer, train_step, wsd_lr  # noqa: E402
+from minitf.core.flops import flops_per_token  # noqa: E402
+from minitf.core.model import count_parameters  # noqa: E402
+from minitf.core.train import make_batches, make_optimizer, train_step, wsd_lr  # noqa: E402
 from lm import TEXT, Clock, val_loss  # noqa: E402
 
 CONTEXT, BATCH, WEIGHT_DECAY = 64, 32, 0.01
@@ -295,7 +295,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     quick = args.quick
-    out = args.results or (Path("/tmp/minitf-bench-lm-growth") if quick else ROOT / "bench" / "results")
+    out = args.results or (Path("/tmp/minitf-bench-lm-growth") if quick else ROOT / "minitf" / "experiments" / "stored")
     out.mkdir(parents=True, exist_ok=True)
     path = out / "lm_growth.json"
     steps = 6 if quick else args.steps

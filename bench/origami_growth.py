@@ -1,6 +1,6 @@
 """Does growing pay? Origami growth against training the big model from scratch, same compute.
 
-    python bench/origami_growth.py            # the stored result: bench/results/origami_growth.{json,md}
+    python bench/origami_growth.py            # the stored result: minitf/experiments/stored/origami_growth.{json,md}
     python bench/origami_growth.py --quick    # a smoke run in seconds (writes to /tmp unless --out)
 
 Task: the shift pairs (output = input with each printable byte + 1). Held out: data/val.txt (75
@@ -24,7 +24,7 @@ curve against compute, and the compute at which it first reaches scratch's final
 ("saved" = 1 − that / scratch's compute; interpolated between evaluations). The other way round,
 "scratch_matches_at": the fraction of its compute after which scratch is as good as the arm's end.
 
-    python bench/origami_growth.py --summarize bench/results/origami_growth.json
+    python bench/origami_growth.py --summarize minitf/experiments/stored/origami_growth.json
 re-derives the summary and the markdown from the stored runs without training again.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 import minitf  # noqa: E402
 from minitf import Config, Transformer, count_parameters, make_pairs, read_pairs, train  # noqa: E402
-from minitf.origami import widen  # noqa: E402
+from minitf.core.origami import widen  # noqa: E402
 
 SMALL = Config()  # the seed model
 BIG = SMALL.replace(d_model=32, n_heads=16, head_dim=2, d_ff=64)
@@ -153,7 +153,7 @@ def main(argv=None):
     if args.quick:
         args.seeds, args.steps, args.late_steps, args.early_steps = [0], 40, 30, 10
         args.n_train, args.eval_every = 200, 20
-    out = args.out or (Path("/tmp/origami_quick") if args.quick else ROOT / "bench" / "results")
+    out = args.out or (Path("/tmp/origami_quick") if args.quick else ROOT / "minitf" / "experiments" / "stored")
     out.mkdir(parents=True, exist_ok=True)
     minitf.notebook.setup(seed=0)
     train_pairs, val = data(args.n_train)

@@ -1,6 +1,6 @@
 """Growth vs scratch on a model that solves the shift task (RECIPE.md's architecture).
 
-    python bench/origami_recipe_growth.py          # the stored result: bench/results/origami_recipe_growth.{json,md}
+    python bench/origami_recipe_growth.py          # the stored result: minitf/experiments/stored/origami_recipe_growth.{json,md}
     python bench/origami_recipe_growth.py --quick  # a smoke run in seconds (writes to /tmp unless --out)
     python bench/origami_recipe_growth.py --seeds 1 --out /tmp/s1   # one seed per process, then
     python bench/origami_recipe_growth.py --merge /tmp/s0/origami_recipe_growth.json /tmp/s1/origami_recipe_growth.json
@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 import minitf  # noqa: E402
 from minitf import Config, Transformer, count_parameters, train  # noqa: E402
-from minitf.data import make_splits  # noqa: E402
-from minitf.origami import widen  # noqa: E402
+from minitf.core.data import make_splits  # noqa: E402
+from minitf.core.origami import widen  # noqa: E402
 
 RECIPE = Config(d_model=32, n_heads=4, head_dim=8, d_ff=128, norm_position="pre", dropout=0.0)
 
@@ -198,11 +198,11 @@ def main(argv=None):
                    help="combine stored results of the same settings run for different seeds")
     args = p.parse_args(argv)
     if args.merge:
-        merge(args.merge, args.out or ROOT / "bench" / "results")
+        merge(args.merge, args.out or ROOT / "minitf" / "experiments" / "stored")
         return
     if args.quick:
         args.n_train, args.n_val, args.eval_every = 500, 50, 5
-    out = args.out or (Path("/tmp/origami_recipe_quick") if args.quick else ROOT / "bench" / "results")
+    out = args.out or (Path("/tmp/origami_recipe_quick") if args.quick else ROOT / "minitf" / "experiments" / "stored")
     out.mkdir(parents=True, exist_ok=True)
     minitf.notebook.setup(seed=0)
     torch.set_num_threads(1)

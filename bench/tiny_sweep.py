@@ -1,6 +1,6 @@
 """How small can a Transformer be and still solve shift? A sweep at <= 12,000 parameters (issue 14).
 
-    python bench/tiny_sweep.py            # the stored result: bench/results/tiny_sweep.{json,md}
+    python bench/tiny_sweep.py            # the stored result: minitf/experiments/stored/tiny_sweep.{json,md}
     python bench/tiny_sweep.py --quick    # a smoke run in a minute (writes to /tmp unless --out)
 
 About 30 min of CPU time on one thread for the training (50 min of wall time on a loaded 2-core
@@ -44,8 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from minitf import Config, Transformer, count_parameters, evaluate, make_pairs, train  # noqa: E402
-from minitf.data import make_splits  # noqa: E402
-from minitf.files import atomic_write  # noqa: E402
+from minitf.core.data import make_splits  # noqa: E402
+from minitf.core.files import atomic_write  # noqa: E402
 
 SETTINGS = {"train_pairs": 20000, "val_pairs": 200, "test_pairs": 1000, "repeats": 0.33,
             "steps": 3000, "batch_size": 64, "lr": 1e-2, "warmup": 50, "eval_every": 250}
@@ -217,14 +217,14 @@ def row(name: str, c: dict, group: bool = True) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a smoke run: few steps and pairs, one seed")
-    p.add_argument("--out", type=Path, default=None, help="json path (default bench/results/tiny_sweep.json, "
+    p.add_argument("--out", type=Path, default=None, help="json path (default minitf/experiments/stored/tiny_sweep.json, "
                    "/tmp/tiny_sweep_quick.json with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     base = QUICK if args.quick else SETTINGS
     seeds, seq_seeds = ((0,), (0,)) if args.quick else (SEEDS, SEQUENCE_SEEDS)
     out = args.out or (Path("/tmp/tiny_sweep_quick.json") if args.quick
-                       else ROOT / "bench/results/tiny_sweep.json")
+                       else ROOT / "minitf/experiments/stored/tiny_sweep.json")
     doc = json.loads(out.read_text()) if out.exists() and not args.quick else {}
     doc.update({"command": "python bench/tiny_sweep.py" + (" --quick" if args.quick else ""),
                 "settings": base, "machine": f"{platform.machine()}, torch {torch.__version__}, 1 thread",

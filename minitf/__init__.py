@@ -1,29 +1,50 @@
-"""minitf: a minimal Transformer, taught from the bytes up."""
-from .attention import MultiHeadAttention, attention, causal_mask
-from .checkpoint import CheckpointError, load, save
-from .config import Config, seed_dropout
-from .diagram import draw_architecture
-from .data import (DataError, Pair, ReadReport, TASKS, make_batch, make_pairs, read_pairs, sequence,
-                   shift_bytes, write_pairs)
-from .baselines import Baselines, baseline_losses
-from .evaluate import evaluate, masked_loss
-from .exercises import ExerciseError, check_function, compare
-from .explorer import Explorer
-from .ffn import FeedForward
-from .generate import generate, generate_text, next_byte_probs
-from .kv_cache import KVCache
-from .model import Block, Transformer, count_parameters, format_parameter_table, parameter_table
-from .norms import LayerNorm, RMSNorm
-from .origami import Growth, GrowthError, deepen, widen, widen_heads
-from .rope import apply_rope, rope_angles, rope_frequencies, sinusoidal_table
-from .text import Text, TextError, TextPart, evaluate_text, read_text, text_baselines
-from .tokens import EOS, IGNORE, PAD, TAB, decode, encode, show
-from .trace import Trace, trace
-from .train import History, train
-from .widgets import RopeExplorer
-from .heads import ablate_heads
-from .workbook import exercise
+"""minitf: a minimal Transformer, taught from the bytes up.
 
-from . import baselines, heatmaps, notebook, origami, parts, solutions, workbook
+The package is a house in four wings; this face re-exports the names the notebooks and the README
+use, so `import minitf; minitf.Transformer(...)` is all a learner needs.
+
+- `minitf.core`: the Transformer library (tokens, model, training, generation, Origami). It
+  imports nothing else of minitf.
+- `minitf.course`: the exercises, the feedback on a learner's answer, the reference solutions,
+  the learner's saved pieces and the model assembled from them.
+- `minitf.views`: pictures and widgets, the trace of a forward pass, the Explorer.
+- `minitf.experiments`: stored benchmark results and the readers that turn them into tables.
+
+The doors stand at the top: `cli` (`python -m minitf`), `notebook` (the one-line set-up) and
+`lightning` (optional). Wings import the core, never one another or a door
+(tests/test_architecture.py holds that rule).
+"""
+from .core.attention import MultiHeadAttention, attention, causal_mask
+from .core.baselines import Baselines, baseline_losses
+from .core.checkpoint import CheckpointError, load, save
+from .core.config import Config, seed_dropout
+from .core.data import (DataError, Pair, ReadReport, TASKS, make_batch, make_pairs, read_pairs,
+                        sequence, shift_bytes, write_pairs)
+from .core.evaluate import evaluate, masked_loss
+from .core.ffn import FeedForward
+from .core.generate import generate, generate_text, next_byte_probs
+from .core.heads import ablate_heads
+from .core.kv_cache import KVCache
+from .core.model import Block, Transformer, count_parameters, format_parameter_table, parameter_table
+from .core.norms import LayerNorm, RMSNorm
+from .core.origami import Growth, GrowthError, deepen, widen, widen_heads
+from .core.rope import apply_rope, rope_angles, rope_frequencies, sinusoidal_table
+from .core.text import Text, TextError, TextPart, evaluate_text, read_text, text_baselines
+from .core.tokens import EOS, IGNORE, PAD, TAB, decode, encode, show
+from .core.train import History, train
+from .course.exercises import exercise
+from .course.feedback import ExerciseError, check_function, compare
+from .views.diagram import draw_architecture
+from .views.explorer import Explorer
+from .views.rope_explorer import RopeExplorer
+from .views.trace import Trace, trace
+
+# modules the notebooks reach as attributes (`minitf.parts.check`, `minitf.results.load_ablation`)
+from . import notebook
+from .core import baselines, data, devices, flops, norms, origami, rope
+from .course import exercises, parts, solutions
+from .course import exercises as workbook  # the name notebooks written before the wings use
+from .experiments import results, smallest
+from .views import diagram, explorer, heatmaps
 
 __version__ = "0.1.0"

@@ -12,16 +12,16 @@ import shlex
 import sys
 from pathlib import Path
 
-from .checkpoint import CheckpointError, load, save
-from .config import Config
-from .data import TASKS, DataError, make_pairs, make_splits, read_pairs, write_pairs
-from .devices import CHOICES as DEVICES, pick_device
-from .evaluate import evaluate
-from .generate import generate, generate_text
-from .model import Transformer, count_parameters
-from . import recipes
-from .text import evaluate_text, read_text, text_baselines
-from .train import train
+from .core import recipes
+from .core.checkpoint import CheckpointError, load, save
+from .core.config import Config
+from .core.data import TASKS, DataError, make_pairs, make_splits, read_pairs, write_pairs
+from .core.devices import CHOICES as DEVICES, pick_device
+from .core.evaluate import evaluate
+from .core.generate import generate, generate_text
+from .core.model import Transformer, count_parameters
+from .core.text import evaluate_text, read_text, text_baselines
+from .core.train import train
 
 
 def fail(message: str) -> int:

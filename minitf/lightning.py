@@ -32,14 +32,14 @@ except ImportError:
                       "pip install -e '.[lightning]' (make test installs it)") from None
 from torch.utils.data import DataLoader, IterableDataset
 
-from .checkpoint import CheckpointError, save
-from .config import Config
-from .data import make_splits, read_pairs
-from .evaluate import masked_loss
-from .model import Transformer
-from .text import TextPart, check_fits, read_text
-from .tokens import IGNORE
-from .train import History, lr_at, make_batches, make_optimizer, validate
+from .core.checkpoint import CheckpointError, save
+from .core.config import Config
+from .core.data import make_splits, read_pairs
+from .core.evaluate import masked_loss
+from .core.model import Transformer
+from .core.text import TextPart, check_fits, read_text
+from .core.tokens import IGNORE
+from .core.train import History, lr_at, make_batches, make_optimizer, validate
 
 KINDS = ("pairs", "text")
 

@@ -7,7 +7,7 @@ import warnings
 
 import torch
 
-FIGURE_DPI = 110  # a 7-inch figure fills most of a notebook column; 9 pt labels are 14 px
+from .views.pictures import FIGURE_DPI  # the pictures' resolution is the figures' too
 
 
 def _short_warning(message, category, filename, lineno, line=None) -> str:

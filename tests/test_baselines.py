@@ -7,7 +7,7 @@ import torch
 
 import minitf
 from minitf import Pair
-from minitf.baselines import (Baselines, baseline_losses, length_oracle_loss, unigram_loss,
+from minitf.core.baselines import (Baselines, baseline_losses, length_oracle_loss, unigram_loss,
                               uniform_loss)
 
 PAIRS = [Pair(b"ab", b"bc"), Pair(b"x", b"y")]  # targets: b c EOS | y EOS — 5 targets

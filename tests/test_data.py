@@ -6,7 +6,7 @@ import torch
 
 import minitf
 from minitf import DataError, Pair, make_batch, make_pairs, read_pairs, write_pairs
-from minitf.tokens import EOS, IGNORE, TAB
+from minitf.core.tokens import EOS, IGNORE, TAB
 
 
 def b64(raw: bytes) -> str:

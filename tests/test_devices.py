@@ -6,8 +6,8 @@ import torch
 
 import minitf
 from minitf.cli import main
-from minitf.devices import device_of, mps_available, pick_device
-from minitf.generate import continue_ids
+from minitf.core.devices import device_of, mps_available, pick_device
+from minitf.core.generate import continue_ids
 
 ACCELERATOR = "cuda" if torch.cuda.is_available() else "mps" if mps_available() else None
 

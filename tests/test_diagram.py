@@ -5,7 +5,7 @@ import re
 import pytest
 
 import minitf
-from minitf.diagram import components, draw_architecture
+from minitf.views.diagram import components, draw_architecture
 
 CONFIGS = [minitf.Config(), minitf.Config(norm_position="pre"),
            minitf.Config(d_model=32, n_heads=4, d_ff=128, norm_position="pre", norm="rms"),

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import minitf
-from minitf.exercises import DIAGNOSES, ExerciseError, check_function, compare
+from minitf.course.feedback import DIAGNOSES, ExerciseError, check_function, compare
 
 
 def fails(learner, reference, cases, **options) -> ExerciseError:

@@ -12,9 +12,9 @@ import warnings
 import pytest
 
 import minitf
-from minitf.explorer import MAX_BYTES, STATIC, build_view, from_text, to_text
-from minitf.heatmaps import byte_labels
-from minitf.trace import fmt
+from minitf.views.explorer import MAX_BYTES, STATIC, build_view, from_text, to_text
+from minitf.views.heatmaps import byte_labels
+from minitf.views.trace import fmt
 
 ROOT = pathlib.Path(__file__).parents[1]
 CHECKPOINTS = sorted((ROOT / "data" / "checkpoints").glob("*.pt"))
@@ -210,7 +210,7 @@ def test_the_javascript_ships_in_the_package_and_needs_no_network():
     assert "http" not in js and "import " not in js  # no CDN, no module imports
     assert (STATIC / "explorer.css").exists()
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'minitf = ["static/*.js", "static/*.css"]' in pyproject
+    assert '"minitf.views" = ["static/*.js", "static/*.css"]' in pyproject
     for hook in ("mtf-text", "mtf-step", "mtf-pos", "mtf-cell", "dataset.key", "dataset.value",
                  "mtf-tooltip", "mtf-prediction"):
         assert hook in js, hook

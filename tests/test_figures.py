@@ -2,7 +2,7 @@
 import matplotlib.colors as mcolors
 
 import minitf
-from minitf import figures
+from minitf.views import figures
 
 PAIRS = [minitf.Pair(b"Hi", b"Ij"), minitf.Pair(b"cat", b"dbu"), minitf.Pair(b"a~z", b"b {")]
 

@@ -10,8 +10,8 @@ import minitf
 from conftest import ROOT
 from minitf import Config, Transformer, generate_text, next_byte_probs
 from minitf.cli import main, parser
-from minitf.generate import continue_ids
-from minitf.kv_cache import KVCache, forward_cached
+from minitf.core.generate import continue_ids
+from minitf.core.kv_cache import KVCache, forward_cached
 
 SHAKESPEARE = "data/text/tinyshakespeare.txt"
 LM = ROOT / "data" / "checkpoints" / "lm.pt"
@@ -216,7 +216,7 @@ def test_the_shipped_lm_is_documented_and_reaches_its_stated_metrics():
 
 
 def test_the_sampling_view_continues_a_prompt_and_samples_again():
-    from minitf.lm_view import TextSampler
+    from minitf.views.lm_view import TextSampler
     model = model_of(torch.float64)
     view = TextSampler(model, "ab", length=12, temperature=0.8)
     assert view.state["steps"] == 12 and len(view.state["output"]) == 12

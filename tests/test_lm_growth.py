@@ -11,9 +11,9 @@ import torch
 
 import minitf
 from minitf import origami
-from minitf.flops import flops_per_token, non_embedding_parameters
-from minitf.text import random_windows
-from minitf.train import lr_at, make_optimizer, train_step, wsd_lr
+from minitf.core.flops import flops_per_token, non_embedding_parameters
+from minitf.core.text import random_windows
+from minitf.core.train import lr_at, make_optimizer, train_step, wsd_lr
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0,
@@ -192,11 +192,11 @@ def test_quick_bench_runs_every_arm_and_keeps_the_function_where_it_should(tmp_p
     assert (tmp_path / "lm_growth.md").read_text().startswith("# Growth on the language model")
 
 
-# --- the stored result (bench/results/lm_growth.json), read through minitf.results ----------------
+# --- the stored result (minitf/experiments/stored/lm_growth.json), read through minitf.results ----------------
 
 @pytest.fixture(scope="module")
 def stored():
-    return json.loads((ROOT / "bench" / "results" / "lm_growth.json").read_text())
+    return json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_growth.json").read_text())
 
 
 def test_the_stored_runs_are_complete_and_spent_the_same_budget(stored):
@@ -246,7 +246,7 @@ def test_the_stored_summary_follows_from_the_runs(stored):
 
 
 def test_load_lm_growth_gives_arms_curves_and_growth_steps(stored):
-    from minitf.results import load_lm_growth
+    from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
     assert [a.name for a in r.arms] == list(stored["summary"]["arms"])
     assert len(r.curves) == 3 * len(r.arms) and r.lr == stored["lr"]
@@ -276,7 +276,7 @@ def _mean(xs):
 
 
 def test_notebook_07_states_the_command_the_budget_and_the_bounds(section9, stored):
-    from minitf.results import load_lm_growth
+    from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
     assert f"`{r.command}`" in section9 and r.command == "python bench/lm_growth.py"
     assert f"{r.budget_steps} steps" in section9 and f"{r.budget_flops / 1e12:.2f} TFLOP" in section9
@@ -293,7 +293,7 @@ def test_notebook_07_states_the_command_the_budget_and_the_bounds(section9, stor
 
 
 def test_notebook_07_stack_demo_sentence_matches_the_checkpoint():
-    from minitf.text import tiled_windows
+    from minitf.core.text import tiled_windows
     lm = minitf.load(ROOT / "data" / "checkpoints" / "lm.pt")
     text = minitf.read_text(ROOT / "data" / "text" / "tinyshakespeare.txt", 64)
     ids, targets = tiled_windows(text.val, 64)
@@ -304,7 +304,7 @@ def test_notebook_07_stack_demo_sentence_matches_the_checkpoint():
 
 
 def test_notebook_07_result_and_explanation_match_the_stored_numbers(section9):
-    from minitf.results import load_lm_growth
+    from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
     arms = {a.name: a for a in r.arms}
     claimed = [a for a in r.arms if a.beats_scratch_range]

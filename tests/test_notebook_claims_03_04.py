@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-import minitf.baselines
+import minitf.core.baselines
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,8 +6,8 @@ import torch
 
 import minitf
 from minitf import heatmaps
-from minitf.baselines import baseline_losses
-from minitf.sampling_view import sample_output
+from minitf.core.baselines import baseline_losses
+from minitf.views.sampling_view import sample_output
 
 
 def test_05_the_seed_sample_holds_8_and_7_real_pairs_5_and_5_following_the_rule():

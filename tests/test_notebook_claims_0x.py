@@ -10,8 +10,8 @@ import torch
 import minitf
 from conftest import ROOT
 from minitf import Config, MultiHeadAttention, rope_angles, rope_frequencies
-from minitf.train import make_optimizer
-from minitf.workbook import EXERCISES
+from minitf.core.train import make_optimizer
+from minitf.course.exercises import EXERCISES
 
 
 def cells(name):

@@ -1,5 +1,5 @@
 """Claims notebook 11 ("How small can it be?") makes in words, held to the stored sweep
-(bench/results/tiny_sweep.json), the shipped checkpoint and minitf's own functions."""
+(minitf/experiments/stored/tiny_sweep.json), the shipped checkpoint and minitf's own functions."""
 import json
 import math
 
@@ -9,17 +9,17 @@ import torch
 import minitf
 from conftest import ROOT
 from minitf import Config, Transformer, count_parameters
-from minitf.data import make_splits
-from minitf.heatmaps import attention_weights, head_scores
-from minitf.rope import alias_margin, config_frequencies, position_ids
-from minitf.smallest import load_tiny_sweep
+from minitf.core.data import make_splits
+from minitf.views.heatmaps import attention_weights, head_scores
+from minitf.core.rope import alias_margin, config_frequencies, position_ids
+from minitf.experiments.smallest import load_tiny_sweep
 
 NOTEBOOK = ROOT / "notebooks" / "11_how_small.ipynb"
 CHECKPOINT = ROOT / "data" / "checkpoints" / "shift_smallest.pt"
 
 
 def sweep_run(key: str) -> dict:
-    return json.loads((ROOT / "bench" / "results" / "tiny_sweep.json").read_text())["runs"][key]
+    return json.loads((ROOT / "minitf" / "experiments" / "stored" / "tiny_sweep.json").read_text())["runs"][key]
 
 
 def markdown() -> str:
@@ -149,7 +149,7 @@ def test_its_head_copies_by_position_and_eos_falls_back_on_the_tab():
 
 
 def test_the_recipe_named_in_the_text_trains_the_shipped_model():
-    from minitf import recipes
+    from minitf.core import recipes
     from minitf.cli import config_from_args, parser
     assert "--recipe shift-smallest" in markdown()
     flags = recipes.get("shift-smallest").flags
@@ -163,7 +163,7 @@ def test_the_fast_recipe_sentence_matches_the_stored_bench():
     import statistics
     text = " ".join(markdown().split())
     assert "reaches 99.8 % in 150–200 steps, 8 s from typing the command to the saved checkpoint" in text
-    bench = json.loads((ROOT / "bench" / "results" / "fast_recipe.json").read_text())
+    bench = json.loads((ROOT / "minitf" / "experiments" / "stored" / "fast_recipe.json").read_text())
     fast = [r for r in bench["runs"] if r["name"] == "fast"]
     assert len(fast) >= 3 and all(r["exit_code"] == 0 for r in fast)
     assert round(statistics.median(r["wall_seconds"] for r in fast)) == 8

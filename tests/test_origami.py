@@ -9,7 +9,7 @@ import torch
 
 import minitf
 from minitf import Config, Transformer, make_batch, make_pairs, masked_loss, origami
-from minitf.origami import GrowthError, deepen, widen, widen_heads
+from minitf.core.origami import GrowthError, deepen, widen, widen_heads
 
 ACTIVATIONS = ["relu", "gelu", "silu"]
 VARIANTS = list(itertools.product(["post", "pre"], ["layer", "rms"]))

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from minitf import Config, cli, load, recipes
+from minitf import Config, cli, load
+from minitf.core import recipes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,7 +165,7 @@ def test_a_target_needs_pairs(tmp_path, capsys):
 def test_val_repeats_makes_held_out_pairs_with_repeated_bytes():
     """--val-repeats: the early stop's held-out pairs can include repeated-byte inputs, none trained on;
     without it they are make_splits' own, as before."""
-    from minitf.data import make_splits
+    from minitf.core.data import make_splits
 
     base = ["train", "--n-train", "2000", "--n-val", "300", "--repeats", "0.33", "--seed", "4", "--out", "x.pt"]
     train_pairs, plain = cli.train_val_pairs(cli.parser().parse_args(base))

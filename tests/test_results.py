@@ -1,4 +1,4 @@
-"""minitf.results reads the stored ablation ladder (bench/results/ablation.json) the notebooks show."""
+"""minitf.results reads the stored ablation ladder (minitf/experiments/stored/ablation.json) the notebooks show."""
 import math
 import subprocess
 import sys
@@ -7,7 +7,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from conftest import ROOT
-from minitf.results import ABLATION_JSON, Ablation, Row, load_ablation
+from minitf.experiments.results import ABLATION_JSON, Ablation, Row, load_ablation
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,9 @@ import math
 import pytest
 
 import minitf
-from minitf.origami import widen
-from minitf.results import RESULTS, load_growth, load_recipe_growth
+from conftest import ROOT
+from minitf.core.origami import widen
+from minitf.experiments.results import RESULTS, load_growth, load_recipe_growth
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +89,7 @@ def test_the_growth_notebook_claims(growth):
 
 def test_the_stored_tiny_model_is_the_one_the_benchmark_saw(growth):
     tiny = growth.start_model()
-    scores = minitf.evaluate(tiny, minitf.read_pairs(RESULTS.parents[1] / "data" / "val.txt"))
+    scores = minitf.evaluate(tiny, minitf.read_pairs(ROOT / "data" / "val.txt"))
     assert all(abs(scores[k] - tiny.metadata["val"][k]) < 1e-4 for k in scores)
 
 

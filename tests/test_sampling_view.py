@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import minitf
-from minitf.sampling_view import NextByteBars, next_byte_probs, sample_output
+from minitf.views.sampling_view import NextByteBars, next_byte_probs, sample_output
 
 
 def logits(seed=0, rows=3, vocab=256):

@@ -6,7 +6,7 @@ import torch
 
 import minitf
 from minitf import Config, TextError, Transformer, read_text, text_baselines
-from minitf.text import evaluate_text, random_windows, tiled_windows
+from minitf.core.text import evaluate_text, random_windows, tiled_windows
 
 SHAKESPEARE = "data/text/tinyshakespeare.txt"
 

@@ -7,14 +7,14 @@ import torch
 
 import minitf
 from minitf import Config, Transformer, count_parameters
-from minitf.checkpoint import load, save
-from minitf.evaluate import masked_loss
+from minitf.core.checkpoint import load, save
+from minitf.core.evaluate import masked_loss
 from minitf.cli import config_from_args, parser
-from minitf.kv_cache import KVCache, forward_cached
-from minitf.parts import Parts, assemble
-from minitf.rope import (alias_margin, apply_rope, config_frequencies, position_ids, rope_angles,
+from minitf.core.kv_cache import KVCache, forward_cached
+from minitf.course.parts import Parts, assemble
+from minitf.core.rope import (alias_margin, apply_rope, config_frequencies, position_ids, rope_angles,
                          rope_frequencies, sinusoidal_table)
-from minitf.trace import trace
+from minitf.views.trace import trace
 
 PAIR = list(b"abc\tbcd\n")  # x_0 x_1 x_2 TAB y_0 y_1 y_2 EOS
 

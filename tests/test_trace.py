@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 import minitf
 from conftest import assert_close_float32
-from minitf.trace import fmt, trace
+from minitf.views.trace import fmt, trace
 
 CHECKPOINTS = sorted((pathlib.Path(__file__).parents[1] / "data" / "checkpoints").glob("*.pt"))
 TOL = dict(rtol=0, atol=1e-10)

@@ -5,8 +5,8 @@ import torch
 
 import minitf
 from minitf import Config, Pair, Transformer, evaluate, generate, make_pairs, train
-from minitf.tokens import EOS, TAB
-from minitf.train import lr_at
+from minitf.core.tokens import EOS, TAB
+from minitf.core.train import lr_at
 
 
 def test_schedule_warms_up_then_decays_by_cosine():
@@ -84,7 +84,7 @@ def test_generate_sampling_is_seeded_and_respects_top_k():
     a = generate(model, "ab", temperature=1.0, seed=3, max_new_tokens=8)
     assert a == generate(model, "ab", temperature=1.0, seed=3, max_new_tokens=8)
     logits = torch.tensor([[0.0, 5.0, 4.0, -1.0]])
-    from minitf.generate import next_token
+    from minitf.core.generate import next_token
     picks = {int(next_token(logits, 1.0, top_k=2)) for _ in range(50)}
     assert picks <= {1, 2}
     with pytest.raises(ValueError, match="temperature"):

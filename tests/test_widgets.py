@@ -1,5 +1,5 @@
 """The RoPE slider widget: moving a slider (setting `.value`) redraws, and the drawn numbers are right.
-Every view also shows as a picture where widgets cannot run (`minitf.widgets.ShowsPicture`)."""
+Every view also shows as a picture where widgets cannot run (`minitf.views.pictures.ShowsPicture`)."""
 import base64
 import io
 import math
@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
-from minitf import RopeExplorer, widgets
-from minitf.widgets import WIDGET_VIEW
+from minitf import RopeExplorer
+from minitf.views import pictures as widgets
+from minitf.views.pictures import WIDGET_VIEW
 
 
 def rotate(pair, angle):

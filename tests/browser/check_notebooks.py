@@ -6,7 +6,7 @@ JupyterLab server and one Chromium:
 
 1. stored: open the notebook as it is in the repository (its outputs, nothing run). Its cells are
    untrusted, as in any fresh clone, so JupyterLab shows no widget view but the next format of the
-   output: a widget must show its picture (minitf.widgets.ShowsPicture puts a PNG beside the view),
+   output: a widget must show its picture (minitf.views.pictures.ShowsPicture puts a PNG beside the view),
    never its repr text (`VBox(children=…`) or a fallback ("Error displaying widget", "model not
    found"); no error output. The saved widget state must hold every shown widget's model (a
    trusted copy shows the widget from it; "model not found" otherwise);
@@ -293,7 +293,7 @@ def output_problems(cells: list[dict], stage: str) -> list[str]:
                 problems.append(f"{where}: a widget shown as its repr text {shown!r}"
                                 + ("" if o["png"] or not o["widget"] else
                                    " (the output has no image/png: display the view through "
-                                   "minitf.widgets.ShowsPicture)"))
+                                   "minitf.views.pictures.ShowsPicture)"))
             elif o["widget"] and stage == "stored" and not (o["picture"] or o["view"]):
                 problems.append(f"{where}: a widget output shows neither a picture nor a view, "
                                 f"but {shown!r}")
@@ -514,7 +514,7 @@ def stored_widget_problems(notebook: pathlib.Path) -> list[str]:
             where = f"cell [{i}] output {j} (stored)"
             if "image/png" not in out["data"]:
                 problems.append(f"{where}: a widget output with no image/png, so an untrusted copy "
-                                "shows its text; display it through minitf.widgets.ShowsPicture")
+                                "shows its text; display it through minitf.views.pictures.ShowsPicture")
             if view.get("model_id") not in state:
                 problems.append(f"{where}: widget model {view.get('model_id')} is not in the "
                                 "notebook's saved widget state (re-run the notebook with nbconvert)")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from .generate import continue_ids, next_byte_probs, sample
+from ..core.generate import continue_ids, next_byte_probs, sample
+from ..core.tokens import show
 from .sampling_view import NextByteBars, _html
-from .tokens import show
 
 
 class TextSampler(NextByteBars):
@@ -77,7 +77,7 @@ class TextSampler(NextByteBars):
                              f"<b>{_html(continuation)}</b></pre>")
 
     def picture(self) -> bytes:
-        from .widgets import picture_of
+        from .pictures import picture_of
         controls = (self.text, self.step, self.temperature, self.top_k, self.top_p)
         return picture_of(self.out, controls, "run the cell to move the sliders and sample")
 

@@ -5,8 +5,8 @@ predict, each square coloured by its role, so the output-only loss can be seen a
 """
 from __future__ import annotations
 
-from .data import make_batch, sequence
-from .tokens import IGNORE, byte_label
+from ..core.data import make_batch, sequence
+from ..core.tokens import IGNORE, byte_label
 
 # one colour per role, named in the figure's key
 READ_COLOURS = {"input": "#d9d9d9", "TAB": "#6baed6", "output": "#fdae6b", "pad": "#ffffff"}

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from .data import Pair, sequence
-from .tokens import byte_label, show, to_bytes
-from .widgets import ShowsPicture, control_values, figure_png, picture_of
+from ..core.data import Pair, sequence
+from ..core.tokens import byte_label, show, to_bytes
+from .pictures import ShowsPicture, control_values, figure_png, picture_of
 
 
 def byte_labels(ids) -> list[str]:
@@ -259,9 +259,9 @@ class AttentionSelector(ShowsPicture):
 
     def compute(self) -> dict:
         """The example, the (possibly ablated) model's output for the input, and its attention."""
-        from .generate import generate
-        from .heads import ablate_heads
-        from .data import TASKS
+        from ..core.generate import generate
+        from ..core.heads import ablate_heads
+        from ..core.data import TASKS
 
         name, model, pair = self.examples[self.example.value]
         text = to_bytes(self.text.value)
@@ -298,7 +298,7 @@ class AttentionSelector(ShowsPicture):
             self.out.append_display_data(Image(data=figure_png(fig), format="png"))
         self.drawn = (self.example.value, self.layer.value, self.head.value)
 
-    # how it shows: the live widget, and a picture where widgets cannot run (minitf.widgets)
+    # how it shows: the live widget, and a picture where widgets cannot run (minitf.views.pictures)
     def _controls(self):
         return (self.example, self.text, self.layer, self.head, self.switch_off)
 

@@ -6,67 +6,26 @@ Transformer in which the pieces you give replace minitf's own. Parameter names s
 weights move between your model and minitf's with `load_state_dict`, and `check` can say whether
 your model computes exactly minitf's logits, and if not, which piece breaks it.
 
-A piece that passes its exercise check is saved as source (`save`), one file per piece, in
-`my_parts/` beside the notebooks (or in $MINITF_MY_PARTS), so notebook 08 can build the model from
-the learner's code although it was written in other notebooks. minitf's normal model never goes
+The pieces themselves, and where a learner's passed pieces are saved, are `minitf.course.my_parts`
+(re-exported here: `minitf.parts.Parts`, `minitf.parts.mine`). minitf's normal model never goes
 through this module: it costs nothing when unused.
 """
 from __future__ import annotations
 
-import inspect
-import os
-import textwrap
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, attention, causal_mask
-from .config import Config
-from .ffn import FeedForward
-from .model import Transformer
-from .norms import LayerNorm, RMSNorm
-from .tokens import TAB
-
-# piece → (the call the model makes, the notebook whose exercise writes it)
-PIECES = {
-    "embed": ("embed(ids, table) → (B, T, C)", "01"),
-    "apply_rope": ("apply_rope(x, cos, sin) → x with each pair rotated", "02"),
-    "causal_mask": ("causal_mask(T) → (T, T) bool, True where i may not look at j", "03"),
-    "attention": ("attention(q, k, v, mask) → (output, weights)", "03"),
-    "layer_norm": ("layer_norm(x, weight, bias, eps)", "04"),
-    "rms_norm": ("rms_norm(x, weight, eps)", "04"),
-    "feed_forward": ("feed_forward(x, w_up, b_up, w_down, b_down), ReLU", "04"),
-    "make_batch": ("make_batch(pairs) → (ids, targets)", "05"),
-    "position_ids": ("position_ids(ids) → (B, T) coupled ids (used when config.position_ids='coupled')", "11"),
-}
-
-
-@dataclass(frozen=True)
-class Parts:
-    """The learner's functions, one per piece; None keeps minitf's own."""
-    embed: Callable | None = None
-    apply_rope: Callable | None = None
-    causal_mask: Callable | None = None
-    attention: Callable | None = None
-    layer_norm: Callable | None = None
-    rms_norm: Callable | None = None
-    feed_forward: Callable | None = None
-    make_batch: Callable | None = None
-    position_ids: Callable | None = None
-    origin: dict = field(default_factory=dict, compare=False)  # piece → where it came from
-
-    def given(self) -> list[str]:
-        return [name for name in PIECES if getattr(self, name) is not None]
-
-    def __repr__(self):
-        width = max(len(name) for name in PIECES)
-        rows = [f"{name:<{width}}  {self.origin.get(name, 'yours') if getattr(self, name) else 'minitf'}"
-                for name in PIECES]
-        return "\n".join(rows)
-
+from ..core.attention import MultiHeadAttention, attention, causal_mask
+from ..core.config import Config
+from ..core.ffn import FeedForward
+from ..core.model import Transformer
+from ..core.norms import LayerNorm, RMSNorm
+from ..core.tokens import TAB
+from .exercises import run_check
+from .feedback import ExerciseError
+from .my_parts import PIECES, Parts, folder, mine, save  # noqa: F401  (minitf.parts.mine, …)
 
 # --- the modules that call your functions ----------------------------------------------------------
 
@@ -235,53 +194,8 @@ def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
             if isinstance(alone, str) or alone > tolerance:
                 broken[name] = alone if isinstance(alone, str) else f"alone it changes the logits by {alone:.3g}"
     if parts.make_batch:
-        from .exercises import ExerciseError
-        from .workbook import run_check
         try:
             run_check("make_batch", parts.make_batch)
         except ExerciseError as e:
             broken["make_batch"] = " ".join(line.strip() for line in str(e).splitlines()[:3])
     return PartsCheck(max_diff, broken, tolerance)
-
-
-# --- the learner's saved pieces ---------------------------------------------------------------------
-
-def folder() -> Path:
-    """Where passed pieces are saved: $MINITF_MY_PARTS, else my_parts/ in the working directory."""
-    return Path(os.environ.get("MINITF_MY_PARTS") or Path.cwd() / "my_parts")
-
-
-def save(piece: str, fn: Callable) -> Path | None:
-    """Save the source of a function that passed its check; None if it has no source of its own
-    (a lambda, or a function defined outside a file or cell)."""
-    if fn.__name__ == "<lambda>":
-        return None
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-    except (OSError, TypeError):
-        return None
-    path = folder() / f"{piece}.py"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# {piece}: saved by minitf.exercise when it passed its check\n{source}\n"
-                    f"__piece__ = {fn.__name__}\n", encoding="utf-8")
-    return path
-
-
-def mine(fallback: Callable[[str], Callable] | None = None) -> Parts:
-    """Your saved pieces as Parts. Pieces you have not saved are filled by `fallback(name)` (for
-    instance the reference solutions: `lambda name: getattr(minitf.solutions, "my_" + name)`) or
-    left to minitf. All files share one namespace, so one piece may call another."""
-    import minitf
-    from .tokens import EOS, IGNORE, PAD
-    # what the notebooks' cells had at hand when the pieces were written
-    namespace = {"torch": torch, "math": __import__("math"), "F": torch.nn.functional, "minitf": minitf,
-                 "TAB": TAB, "EOS": EOS, "PAD": PAD, "IGNORE": IGNORE}
-    found, origin = {}, {}
-    for name in PIECES:
-        path = folder() / f"{name}.py"
-        if path.is_file():
-            exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
-            found[name], origin[name] = namespace.pop("__piece__"), f"yours ({path.parent.name}/{path.name})"
-        elif fallback is not None:
-            found[name], origin[name] = fallback(name), "reference solution (you have not saved one yet)"
-    return Parts(**found, origin=origin)

@@ -22,7 +22,7 @@ from typing import Callable
 
 import torch
 
-from .attention import causal_mask
+from ..core.attention import causal_mask
 
 # The keys of the mistakes recognised, for `hints_by_diagnosis` (and ExerciseError.diagnoses).
 DIAGNOSES = {
@@ -654,7 +654,7 @@ def _changed(fns, before, after) -> str:
 def _raised_at(error: BaseException) -> str:
     """The learner's line that raised: the last one outside minitf and torch (Jupyter keeps the
     cells' sources in linecache, so this is the line as they wrote it)."""
-    library = (os.path.dirname(__file__), os.path.dirname(torch.__file__))
+    library = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(torch.__file__))  # minitf/
     tb, line = error.__traceback__, ""
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename

@@ -6,15 +6,15 @@ the temperature T, keep the k most likely bytes, keep the smallest set whose pro
 renormalise; T → 0 is greedy (all mass on the argmax). `NextByteBars` draws those probabilities
 as bars for a typed input and redraws them when a slider moves, into an Output widget from the
 kernel side (nothing leaks into the notebook cell; a test moves a slider by setting `.value` and
-reads `.state`); where no widget can run, it shows as a picture (minitf.widgets.ShowsPicture).
+reads `.state`); where no widget can run, it shows as a picture (minitf.views.pictures.ShowsPicture).
 """
 from __future__ import annotations
 
 import torch
 
-from .generate import next_byte_probs
-from .tokens import EOS, TAB, byte_label, show, to_bytes
-from .widgets import ShowsPicture, figure_png, output_png, picture_of
+from ..core.generate import next_byte_probs
+from ..core.tokens import EOS, TAB, byte_label, show, to_bytes
+from .pictures import ShowsPicture, figure_png, output_png, picture_of
 
 
 @torch.no_grad()

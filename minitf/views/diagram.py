@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import Config
-from .model import Transformer, count_parameters
+from ..core.config import Config
+from ..core.model import Transformer, count_parameters
 
 
 @dataclass(frozen=True)

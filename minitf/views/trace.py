@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .attention import causal_mask
-from .tokens import byte_label, show, to_bytes
+from ..core.attention import causal_mask
+from ..core.tokens import byte_label, show, to_bytes
 
 
 @dataclass

@@ -15,13 +15,14 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .attention import attention, causal_mask
-from .config import Config
-from .data import Pair, make_batch, make_pairs
-from .exercises import ExerciseError, check_function
-from .model import Transformer, count_parameters
-from .rope import apply_rope, position_ids, rope_angles, rope_frequencies
-from .tokens import EOS, PAD, TAB
+from ..core.attention import attention, causal_mask
+from ..core.config import Config
+from ..core.data import Pair, make_batch, make_pairs
+from ..core.model import Transformer, count_parameters
+from ..core.rope import apply_rope, position_ids, rope_angles, rope_frequencies
+from ..core.tokens import EOS, PAD, TAB
+from .feedback import ExerciseError, check_function
+from .my_parts import PIECES, save
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ def _ablated_logits(model):
 
 
 def _ablate_reference(model, layer, head):
-    from .heads import ablate_heads
+    from ..core.heads import ablate_heads
     return ablate_heads(model, [(layer, head)])
 
 
@@ -165,7 +166,7 @@ def _widen_cases():
 
 
 def _widen_reference(W, k):
-    from .origami import widen_weight
+    from ..core.origami import widen_weight
     return widen_weight(W, k)
 
 
@@ -294,9 +295,8 @@ def exercise(name: str, fn: Callable) -> None:
     except ExerciseError as e:
         print(e)
         return
-    from . import parts
-    if name in parts.PIECES:
-        path = parts.save(name, fn)
+    if name in PIECES:
+        path = save(name, fn)
         message += (f"\n  saved to {path.parent.name}/{path.name}: notebook 08 builds your model from it"
                     if path else "\n  (write it with `def` to have notebook 08 build your model from it)")
     print(message)

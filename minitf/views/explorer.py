@@ -45,9 +45,9 @@ import pathlib
 import numpy as np
 import torch
 
-from .tokens import show
+from ..core.tokens import show
+from .pictures import FIGURE_DPI, ShowsPicture, figure_png
 from .trace import Trace, trace
-from .widgets import ShowsPicture, figure_png
 
 STATIC = pathlib.Path(__file__).with_name("static")
 WRAP = 8         # a long vector is shown in rows of this many numbers
@@ -682,7 +682,6 @@ class Explorer(ShowsPicture):
     def static_png(self) -> bytes:
         """static_figure() as PNG bytes at the notebooks' resolution: what a stored notebook shows
         beside the live widget (ShowsPicture)."""
-        from .notebook import FIGURE_DPI
         return figure_png(self.static_figure(), dpi=FIGURE_DPI)
 
     picture = static_png

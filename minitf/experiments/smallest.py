@@ -1,6 +1,6 @@
 """How small can it be? The tiny shift sweep's stored results and the pictures of notebook 11.
 
-`load_tiny_sweep()` reads `bench/results/tiny_sweep.json` (written by `bench/tiny_sweep.py`) and
+`load_tiny_sweep()` reads the stored `tiny_sweep.json` (written by `bench/tiny_sweep.py`) and
 returns a `TinySweep`: one `SweepConfig` per configuration, summarised over its random seeds, the
 Pareto front and the smallest solver. Notebooks print it or plot it; they never touch the JSON.
 
@@ -21,9 +21,9 @@ from pathlib import Path
 
 import torch
 
+from ..core.rope import alias_margin, position_ids
+from ..core.tokens import EOS, TAB, byte_label
 from .results import RESULTS
-from .rope import alias_margin, position_ids
-from .tokens import EOS, TAB, byte_label
 
 TINY_SWEEP_JSON = RESULTS / "tiny_sweep.json"
 GROUP_COLOURS = {"pareto": "#1b9e77", "sequence": "#7570b3", "ablation": "#d95f02"}
@@ -156,7 +156,7 @@ def draw_position_ids(inputs=(b"abc", b"hello")):
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
 
-    from .data import shift_bytes
+    from ..core.data import shift_bytes
 
     colours = {"input": "#d9d9d9", "TAB": "#6baed6", "output": "#fdae6b", "EOS": "#bdbdbd"}
     seqs = [[*x, TAB, *shift_bytes(x), EOS] for x in inputs]

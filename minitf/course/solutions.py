@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from .tokens import EOS, IGNORE, PAD, TAB
+from ..core.tokens import EOS, IGNORE, PAD, TAB
 
 
 def my_embed(ids, table):

@@ -1,6 +1,6 @@
 """Stored benchmark results, ready for a notebook: rows, a readable table and a figure.
 
-`load_ablation()` reads `bench/results/ablation.json` (written by `bench/ablation.py`) and returns
+`load_ablation()` reads the stored `ablation.json` (written by `bench/ablation.py`) and returns
 an `Ablation`: one `Row` per task, rung and variant, averaged over the random seeds. Notebooks print
 it or plot it; they never touch the JSON.
 
@@ -8,6 +8,10 @@ it or plot it; they never touch the JSON.
     ladder                      # the table, both tasks side by side
     ladder.row("copy", "no FFN").exact_match
     ladder.plot()               # exact match per rung; loss with the baselines as lines
+
+The results travel with the package: `make bench` writes them into `minitf/experiments/stored/`,
+which is package data, so an installed minitf (a wheel, not only a checkout) reads them too. Every
+reader also takes the path of another result file (`load_ablation("my_ablation.json")`).
 """
 from __future__ import annotations
 
@@ -15,11 +19,12 @@ import json
 import math
 import statistics
 from dataclasses import dataclass, replace
+from importlib import resources
 from pathlib import Path
 
-from .config import Config
+from ..core.config import Config
 
-RESULTS = Path(__file__).resolve().parents[1] / "bench" / "results"  # what `make bench` stores
+RESULTS = Path(str(resources.files(__package__).joinpath("stored")))  # what `make bench` stores
 ABLATION_JSON = RESULTS / "ablation.json"
 BASELINE_LABELS = {"uniform_256": "uniform 256", "uniform_96": "uniform 95+EOS",
                    "unigram": "unigram", "length_oracle": "length oracle"}
@@ -213,7 +218,7 @@ class Ablation:
 
 
 def load_ablation(path=ABLATION_JSON) -> Ablation:
-    """The stored ablation ladder (bench/results/ablation.json), averaged per task and variant."""
+    """The stored ablation ladder (ablation.json, or the file at `path`), averaged per task and variant."""
     return Ablation.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
@@ -277,7 +282,7 @@ class GrowthResults:
 
     def start_model(self):
         """The trained tiny model the benchmark grew (its checkpoint metadata has its held-out scores)."""
-        from .checkpoint import load
+        from ..core.checkpoint import load
         return load(self.start_model_path)
 
     def table(self) -> str:
@@ -340,7 +345,8 @@ def _growth_points(stages: list[dict]) -> list[float]:
 
 
 def load_growth(path: Path | None = None) -> GrowthResults:
-    """The stored result of bench/origami_growth.py (default bench/results/origami_growth.json)."""
+    """The stored result of bench/origami_growth.py (default: the stored origami_growth.json); the
+    start model is the origami_seed_model.pt beside it."""
     raw = json.loads(Path(path or RESULTS / "origami_growth.json").read_text())
     runs, seeds = raw["runs"], raw["settings"]["seeds"]
     arms = []
@@ -353,7 +359,7 @@ def load_growth(path: Path | None = None) -> GrowthResults:
               for r in runs]
     return GrowthResults(raw["small_parameters"], raw["big_parameters"], raw["settings"]["steps"],
                          raw["settings"]["batch_size"], raw["data"]["n_train"], seeds, arms, curves,
-                         RESULTS / "origami_seed_model.pt")
+                         Path(path or RESULTS / "origami_growth.json").with_name("origami_seed_model.pt"))
 
 
 _THRESHOLDS = {"exact_match >= 0.99": "exact match ≥ 99 %", "loss <= 0.05": "loss ≤ 0.05",
@@ -361,7 +367,7 @@ _THRESHOLDS = {"exact_match >= 0.99": "exact match ≥ 99 %", "loss <= 0.05": "l
 
 
 def load_recipe_growth(path: Path | None = None) -> RecipeGrowthResults:
-    """The stored result of bench/origami_recipe_growth.py (default bench/results/origami_recipe_growth.json)."""
+    """The stored result of bench/origami_recipe_growth.py (default: the stored one)."""
     raw = json.loads(Path(path or RESULTS / "origami_recipe_growth.json").read_text())
     s = raw["settings"]
     runs, curves = [], []
@@ -463,7 +469,7 @@ class LMGrowthResults:
 
 
 def load_lm_growth(path: Path | None = None) -> LMGrowthResults:
-    """The stored result of bench/lm_growth.py (default bench/results/lm_growth.json)."""
+    """The stored result of bench/lm_growth.py (default: the stored one)."""
     raw = json.loads(Path(path or RESULTS / "lm_growth.json").read_text())
     s, budget = raw["summary"], raw["budget_flops"]
     arms = [LMGrowthArm(name, a["budget"], a["ratios"], a["bound"],

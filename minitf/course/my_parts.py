@@ -1,0 +1,99 @@
+"""The learner's pieces: what each one is, and the files a passed piece is saved to.
+
+Each exercise of the course writes one piece of the model (the embedding lookup, RoPE, the causal
+mask, attention, LayerNorm, RMSNorm, the FFN, the batch, the position numbering). A piece that
+passes its check is saved as source (`save`), one file per piece, in `my_parts/` beside the
+notebooks (or in $MINITF_MY_PARTS), so notebook 08 can build the model from the learner's code
+although it was written in other notebooks (`mine`; `minitf.course.parts` assembles it).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from ..core.tokens import EOS, IGNORE, PAD, TAB
+
+# piece → (the call the model makes, the notebook whose exercise writes it)
+PIECES = {
+    "embed": ("embed(ids, table) → (B, T, C)", "01"),
+    "apply_rope": ("apply_rope(x, cos, sin) → x with each pair rotated", "02"),
+    "causal_mask": ("causal_mask(T) → (T, T) bool, True where i may not look at j", "03"),
+    "attention": ("attention(q, k, v, mask) → (output, weights)", "03"),
+    "layer_norm": ("layer_norm(x, weight, bias, eps)", "04"),
+    "rms_norm": ("rms_norm(x, weight, eps)", "04"),
+    "feed_forward": ("feed_forward(x, w_up, b_up, w_down, b_down), ReLU", "04"),
+    "make_batch": ("make_batch(pairs) → (ids, targets)", "05"),
+    "position_ids": ("position_ids(ids) → (B, T) coupled ids (used when config.position_ids='coupled')", "11"),
+}
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The learner's functions, one per piece; None keeps minitf's own."""
+    embed: Callable | None = None
+    apply_rope: Callable | None = None
+    causal_mask: Callable | None = None
+    attention: Callable | None = None
+    layer_norm: Callable | None = None
+    rms_norm: Callable | None = None
+    feed_forward: Callable | None = None
+    make_batch: Callable | None = None
+    position_ids: Callable | None = None
+    origin: dict = field(default_factory=dict, compare=False)  # piece → where it came from
+
+    def given(self) -> list[str]:
+        return [name for name in PIECES if getattr(self, name) is not None]
+
+    def __repr__(self):
+        width = max(len(name) for name in PIECES)
+        rows = [f"{name:<{width}}  {self.origin.get(name, 'yours') if getattr(self, name) else 'minitf'}"
+                for name in PIECES]
+        return "\n".join(rows)
+
+
+def folder() -> Path:
+    """Where passed pieces are saved: $MINITF_MY_PARTS, else my_parts/ in the working directory."""
+    return Path(os.environ.get("MINITF_MY_PARTS") or Path.cwd() / "my_parts")
+
+
+def save(piece: str, fn: Callable) -> Path | None:
+    """Save the source of a function that passed its check; None if it has no source of its own
+    (a lambda, or a function defined outside a file or cell)."""
+    if fn.__name__ == "<lambda>":
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return None
+    path = folder() / f"{piece}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"# {piece}: saved by minitf.exercise when it passed its check\n{source}\n"
+                    f"__piece__ = {fn.__name__}\n", encoding="utf-8")
+    return path
+
+
+def mine(fallback: Callable[[str], Callable] | None = None) -> Parts:
+    """Your saved pieces as Parts. Pieces you have not saved are filled by `fallback(name)` (for
+    instance the reference solutions: `lambda name: getattr(minitf.solutions, "my_" + name)`) or
+    left to minitf. All files share one namespace, so one piece may call another."""
+    # what the notebooks' cells had at hand when the pieces were written; minitf itself is loaded
+    # already (this module is inside it), so the face is taken as it is, not imported from a wing
+    namespace = {"torch": torch, "math": math, "F": torch.nn.functional, "minitf": sys.modules["minitf"],
+                 "TAB": TAB, "EOS": EOS, "PAD": PAD, "IGNORE": IGNORE}
+    found, origin = {}, {}
+    for name in PIECES:
+        path = folder() / f"{name}.py"
+        if path.is_file():
+            exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+            found[name], origin[name] = namespace.pop("__piece__"), f"yours ({path.parent.name}/{path.name})"
+        elif fallback is not None:
+            found[name], origin[name] = fallback(name), "reference solution (you have not saved one yet)"
+    return Parts(**found, origin=origin)

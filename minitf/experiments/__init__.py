@@ -1,0 +1,2 @@
+"""Stored benchmark results and their readers: rows, readable tables and figures for the
+notebooks. Imports the core only."""
