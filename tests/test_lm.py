@@ -11,7 +11,7 @@ from conftest import ROOT
 from minitf import Config, Transformer, generate_text, next_byte_probs
 from minitf.cli import main, parser
 from minitf.core.generate import continue_ids
-from minitf.core.kv_cache import KVCache, forward_cached
+from minitf.core.kv_cache import KVCache
 
 SHAKESPEARE = "data/text/tinyshakespeare.txt"
 LM = ROOT / "data" / "checkpoints" / "lm.pt"
@@ -58,13 +58,13 @@ def test_the_cache_feeds_one_byte_per_step_at_the_right_rope_position():
     model = model_of(torch.float64)
     seq = torch.tensor([list(b"positions")])
     cache = KVCache(len(model.blocks))
-    forward_cached(model, seq[:, :4], cache)
+    model(seq[:, :4], cache=cache)
     assert len(cache) == 4
-    step = forward_cached(model, seq[:, 4:5], cache)  # position 4: rotated by 4·θ
+    step = model(seq[:, 4:5], cache=cache)  # position 4: rotated by 4·θ
     assert step.shape == (1, 1, 256) and len(cache) == 5
     torch.testing.assert_close(step[0, 0], model(seq[:, :5])[0, 4], rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="causal"):
-        forward_cached(model_of(causal=False), seq, KVCache(2))
+        model_of(causal=False)(seq, cache=KVCache(2))
 
 
 # --- sampling -------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from minitf import Config, Transformer, count_parameters
 from minitf.core.checkpoint import load, save
 from minitf.core.evaluate import masked_loss
 from minitf.cli import config_from_args, parser
-from minitf.core.kv_cache import KVCache, forward_cached
+from minitf.core.kv_cache import KVCache
 from minitf.course.parts import Parts, assemble
 from minitf.core.rope import (alias_margin, apply_rope, config_frequencies, position_ids, rope_angles,
                          rope_frequencies, sinusoidal_table)
@@ -94,8 +94,8 @@ def test_coupled_forward_matches_the_trace_and_the_kv_cache(positional):
         assert tr.positions == [1, 2, 3, 0, 1, 2, 3, 4]
         assert torch.allclose(tr.logits, logits, atol=1e-10)
         cache = KVCache(config.n_layers)
-        prompt = forward_cached(model, ids[:, :4], cache)  # input and TAB, then byte by byte
-        steps = [forward_cached(model, ids[:, t:t + 1], cache) for t in range(4, 8)]
+        prompt = model(ids[:, :4], cache=cache)  # input and TAB, then byte by byte
+        steps = [model(ids[:, t:t + 1], cache=cache) for t in range(4, 8)]
         cached = torch.cat([prompt, *steps], dim=1)[0]
     assert torch.allclose(cached, logits, atol=1e-10)
     if positional == "sinusoidal":  # x0 = embedding + the table's row at each coupled id

@@ -48,8 +48,12 @@ class MultiHeadAttention(nn.Module):
             # one row of frequencies per head, so a grown model can keep them per head
             self.register_buffer("inv_freq", config_frequencies(config))
 
-    def forward(self, x, rope_cos=None, rope_sin=None, need_weights: bool = False):
-        """x: (B, T, C) → (B, T, C), and the weights (B, H, T, T) if asked for."""
+    def forward(self, x, rope_cos=None, rope_sin=None, need_weights: bool = False, kv=None):
+        """x: (B, T, C) → (B, T, C), and the weights (B, H, T, S) if asked for.
+
+        kv, one layer of a `KVCache`: x holds the T positions that follow the S − T already
+        cached; their keys and values join the cache and their queries attend over all S.
+        """
         B, T, _ = x.shape
         q, k, v = self.qkv(x).split(self.n_heads * self.head_dim, dim=-1)  # (B, T, H·hd) each
         q, k, v = (t.view(B, T, self.n_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
@@ -59,7 +63,9 @@ class MultiHeadAttention(nn.Module):
             k = self.rotate(k.contiguous(), rope_cos, rope_sin)
         if self.rope_on_v:
             v = self.rotate(v.contiguous(), rope_cos, rope_sin)
-        y, weights = self.attend(q, k, v, need_weights)  # (B, H, T, hd), (B, H, T, T) or None
+        if kv is not None:
+            k, v = kv.append(k, v)  # (B, H, S, hd): the cached positions, then these
+        y, weights = self.attend(q, k, v, need_weights)  # (B, H, T, hd), (B, H, T, S) or None
         y = y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # heads side by side
         return self.out(y), weights
 
@@ -68,8 +74,16 @@ class MultiHeadAttention(nn.Module):
         return apply_rope(x, cos, sin)
 
     def attend(self, q, k, v, need_weights: bool):
-        """The written-out attention when the weights are wanted, else PyTorch's fused kernel."""
+        """The written-out attention when the weights are wanted, else PyTorch's fused kernel.
+
+        With a cache the T queries are the last of S positions: their rows of the (S, S) causal
+        mask, `causal_mask(S)[S - T:]`, say which keys each may see.
+        """
+        T, S = q.size(-2), k.size(-2)
         if need_weights:
-            mask = causal_mask(q.size(-2), q.device) if self.causal else None
+            mask = causal_mask(S, q.device)[S - T:] if self.causal else None
             return attention(q, k, v, mask)
-        return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal), None
+        if T == S or not self.causal:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal), None
+        allowed = None if T == 1 else ~causal_mask(S, q.device)[S - T:]  # one new query sees all
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed), None

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from .data import Pair, make_batch
 from .devices import device_of
 from .generate import generate_ids
+from .model import evaluating
 from .tokens import EOS, IGNORE, TAB
 
 
@@ -38,21 +39,19 @@ def evaluate(model, pairs: list[Pair], batch_size: int = 512) -> dict:
     model to generate the whole output greedily and stop at EOS, with nothing given."""
     if not pairs:
         raise ValueError("evaluate needs at least one pair")
-    was_training = model.training
-    model.eval()
     device = device_of(model)
     total_loss, correct, count = 0.0, 0, 0
-    for start in range(0, len(pairs), batch_size):
-        ids, targets = (t.to(device) for t in make_batch(pairs[start:start + batch_size]))
-        logits = model(ids)
-        keep = targets != IGNORE
-        n = int(keep.sum())
-        total_loss += masked_loss(logits, targets).item() * n
-        correct += int((logits.argmax(-1) == targets)[keep].sum())
-        count += n
-    longest = max(len(p.output) for p in pairs) + 1
-    outs = greedy_outputs(model, [p.input for p in pairs], longest)
+    with evaluating(model):
+        for start in range(0, len(pairs), batch_size):
+            ids, targets = (t.to(device) for t in make_batch(pairs[start:start + batch_size]))
+            logits = model(ids)
+            keep = targets != IGNORE
+            n = int(keep.sum())
+            total_loss += masked_loss(logits, targets).item() * n
+            correct += int((logits.argmax(-1) == targets)[keep].sum())
+            count += n
+        longest = max(len(p.output) for p in pairs) + 1
+        outs = greedy_outputs(model, [p.input for p in pairs], longest)
     exact = sum(o == p.output for o, p in zip(outs, pairs))
-    model.train(was_training)
     return {"loss": total_loss / count, "char_accuracy": correct / count,
             "exact_match": exact / len(pairs)}

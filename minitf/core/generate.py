@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 
 from .devices import device_of
-from .kv_cache import KVCache, forward_cached
+from .kv_cache import KVCache
+from .model import evaluating
 from .tokens import EOS, TAB, to_bytes
 
 
@@ -83,28 +84,67 @@ def check_sampling(temperature: float, top_k: int | None, top_p: float | None, g
 
 
 @torch.no_grad()
+def generation_loop(model, ids: torch.Tensor, max_new_tokens: int, pick, *, cache: bool = True,
+                    until_eos: bool = False):
+    """The one generation loop (pairs, text and the widgets all run it): (ids, logits).
+
+    ids (B, T0) grow by up to max_new_tokens columns, each `pick(logits (B, V)) → (B,)`; logits
+    (B, steps, V) are the rows each new byte was picked from. The model reads a window of at most
+    max_len bytes.
+    - until_eos (pairs): a row that wrote EOS keeps writing EOS, the loop ends once every row has,
+      or when the sequence reaches max_len.
+    - otherwise (text): when the window is full it keeps its last half and reads it afresh.
+    With `cache` only the new byte goes through the model at each step (`KVCache`); without, the
+    whole window is re-read. The two give the same logits (to float precision).
+    """
+    max_len, B = model.config.max_len, ids.size(0)
+    start = max(0, ids.size(1) - max_len)  # the window: ids[:, start:]
+    done = torch.zeros(B, dtype=torch.bool, device=ids.device)
+    kv, rows = None, []
+    with evaluating(model):
+        for _ in range(max_new_tokens):
+            if until_eos and ids.size(1) >= max_len:
+                break
+            if ids.size(1) - start > max_len:  # the window is full: keep its last half
+                start, kv = ids.size(1) - max_len // 2, None
+            if not cache:
+                logits = model(ids[:, start:])[:, -1]             # (B, V)
+            elif kv is None:  # read the whole window, filling the cache
+                kv = KVCache(len(model.blocks))
+                logits = model(ids[:, start:], cache=kv)[:, -1]
+            else:             # only the byte appended last
+                logits = model(ids[:, -1:], cache=kv)[:, -1]
+            nxt = pick(logits)  # (B,)
+            if until_eos:
+                nxt = torch.where(done, torch.full_like(nxt, EOS), nxt)
+                done |= nxt == EOS
+            ids = torch.cat([ids, nxt[:, None]], dim=1)
+            rows.append(logits)
+            if until_eos and done.all():
+                break
+    if not rows:
+        return ids, torch.empty(B, 0, model.config.vocab_size, device=ids.device)
+    return ids, torch.stack(rows, 1)
+
+
+def picker(temperature: float = 0.0, top_k: int | None = None, top_p: float | None = None,
+           generator: torch.Generator | None = None, drawn_from: list | None = None):
+    """pick(logits (..., V)) → the next ids (...): next_token with these settings. drawn_from, a
+    list, collects the probabilities of every step (the sampling widgets draw them)."""
+    def pick(logits):
+        if drawn_from is not None:
+            drawn_from.append(next_byte_probs(logits, temperature, top_k, top_p))
+        return next_token(logits, temperature, top_k, generator, top_p)
+    return pick
+
+
 def generate_ids(model, prompts: torch.Tensor, max_new_tokens: int, temperature: float = 0.0,
                  top_k: int | None = None, generator: torch.Generator | None = None,
                  top_p: float | None = None) -> torch.Tensor:
-    """Continue equal-length prompts (B, T0) by up to max_new_tokens each: (B, T0 + new).
-
-    Rows that produced EOS keep producing EOS, so the batch stops once every row has ended.
-    No cache: the whole sequence is re-read each step, which is plenty for sequences this short.
-    """
-    was_training = model.training
-    model.eval()
-    seq, done = prompts, torch.zeros(len(prompts), dtype=torch.bool, device=prompts.device)
-    for _ in range(max_new_tokens):
-        if seq.size(1) >= model.config.max_len:
-            break
-        nxt = next_token(model(seq)[:, -1], temperature, top_k, generator, top_p)
-        nxt = torch.where(done, torch.full_like(nxt, EOS), nxt)
-        seq = torch.cat([seq, nxt[:, None]], dim=1)
-        done |= nxt == EOS
-        if done.all():
-            break
-    model.train(was_training)
-    return seq
+    """Continue equal-length prompts (B, T0) by up to max_new_tokens each, up to EOS:
+    (B, T0 + new). No cache: outputs are short, and re-reading keeps the numbers of `model(ids)`."""
+    pick = picker(temperature, top_k, top_p, generator)
+    return generation_loop(model, prompts, max_new_tokens, pick, cache=False, until_eos=True)[0]
 
 
 def generate(model, text: bytes | str, max_new_tokens: int = 64, temperature: float = 0.0,
@@ -127,38 +167,20 @@ def generate(model, text: bytes | str, max_new_tokens: int = 64, temperature: fl
 
 # --- text: continue a prompt, one new byte through the model per step ------------------------------
 
-@torch.no_grad()
-def continue_ids(model, prompt: list[int], max_new_tokens: int, pick, cache: bool = True):
-    """Append max_new_tokens ids to prompt, each `pick(logits (V,))`: (new ids, logits (steps, V)).
-
-    The model reads a window of at most max_len bytes. With `cache` (the default) only the new byte
-    goes through the model at each step (minitf.kv_cache); without, the whole window is re-read.
-    When the window is full it keeps its last half and reads it afresh — the same rule either way,
-    so the two give the same logits.
-    """
+def continue_ids(model, prompt: list[int], max_new_tokens: int, pick, cache: bool = True,
+                 until_eos: bool = False):
+    """One row of `generation_loop`: append up to max_new_tokens ids to `prompt`, each
+    `pick(logits (V,))` → (new ids, logits (steps, V)). until_eos stops after EOS (kept in new)."""
     if not prompt:
         raise ValueError("generation needs a non-empty prompt")
-    was_training = model.training
-    model.eval()
-    max_len, device = model.config.max_len, device_of(model)
-    window = list(prompt[-max_len:])
-    kv, new, rows = None, [], []
-    for _ in range(max_new_tokens):
-        if not cache:
-            logits = model(torch.tensor([window], device=device))[0, -1]  # (V,)
-        elif kv is None:  # read the whole window, filling the cache
-            kv = KVCache(len(model.blocks))
-            logits = forward_cached(model, torch.tensor([window], device=device), kv)[0, -1]
-        else:             # only the byte appended last
-            logits = forward_cached(model, torch.tensor([window[-1:]], device=device), kv)[0, -1]
-        nxt = int(pick(logits))
-        rows.append(logits)
-        new.append(nxt)
-        window.append(nxt)
-        if len(window) > max_len:
-            window, kv = window[-(max_len // 2):], None
-    model.train(was_training)
-    return new, torch.stack(rows) if rows else torch.empty(0, model.config.vocab_size, device=device)
+    device = device_of(model)
+
+    def pick_row(logits):  # (1, V) → (1,)
+        return torch.as_tensor(pick(logits[0]), device=device).reshape(1)
+
+    ids, logits = generation_loop(model, torch.tensor([prompt], device=device), max_new_tokens,
+                                  pick_row, cache=cache, until_eos=until_eos)
+    return ids[0, len(prompt):].tolist(), logits[0]
 
 
 def generate_text(model, prompt: bytes | str, max_new_tokens: int = 200, *, temperature: float = 1.0,
@@ -175,10 +197,6 @@ def generate_text(model, prompt: bytes | str, max_new_tokens: int = 200, *, temp
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
 
-    def pick(logits):
-        if greedy:
-            return logits.argmax()
-        return sample(next_byte_probs(logits, temperature, top_k, top_p), gen)
-
+    pick = picker(0.0 if greedy else temperature, top_k, top_p, gen)
     new, _ = continue_ids(model, list(to_bytes(prompt)), max_new_tokens, pick, cache)
     return bytes(new)

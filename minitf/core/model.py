@@ -1,6 +1,8 @@
 """The Transformer: byte embedding → n_layers blocks → output head over the 256 bytes."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 
@@ -41,14 +43,14 @@ class Block(nn.Module):
         """The residual connection: h + f(…), or only f(…) when it is ablated."""
         return h + self.drop(f_out) if self.residual else self.drop(f_out)
 
-    def forward(self, h, rope_cos=None, rope_sin=None, need_weights: bool = False):
+    def forward(self, h, rope_cos=None, rope_sin=None, need_weights: bool = False, kv=None):
         if self.pre_norm:
-            a, weights = self.attn(self.norm1(h), rope_cos, rope_sin, need_weights)
+            a, weights = self.attn(self.norm1(h), rope_cos, rope_sin, need_weights, kv)
             h = self.add(h, a)
             if self.ffn is not None:
                 h = self.add(h, self.ffn(self.norm2(h)))
         else:
-            a, weights = self.attn(h, rope_cos, rope_sin, need_weights)
+            a, weights = self.attn(h, rope_cos, rope_sin, need_weights, kv)
             h = self.norm1(self.add(h, a))
             if self.ffn is not None:
                 h = self.norm2(self.add(h, self.ffn(h)))
@@ -61,6 +63,8 @@ class Transformer(nn.Module):
     `model(ids)` → logits (B, T, vocab): row t scores the byte that follows ids[:, t].
     `model(ids, return_attention=True)` → (logits, weights), weights a list with one (B, H, T, T)
     tensor per layer.
+    `model(ids, cache=kv)` reads ids as the positions after those `kv` (a `KVCache`) holds, and
+    adds theirs: generation then feeds one new byte per step through these same modules.
     """
 
     def __init__(self, config: Config | None = None):
@@ -87,30 +91,52 @@ class Transformer(nn.Module):
         A method, so a learner's own numbering can take its place (minitf.parts)."""
         return position_ids(ids, "coupled") if self.config.position_ids == "coupled" else None
 
-    def forward(self, ids: torch.Tensor, return_attention: bool = False):
+    def forward(self, ids: torch.Tensor, return_attention: bool = False, cache=None):
         if ids.dim() != 2:
             raise ValueError(f"ids must be (batch, length), got shape {tuple(ids.shape)}")
         B, T = ids.shape
-        if T > self.config.max_len:
-            raise ValueError(f"sequence length {T} exceeds max_len {self.config.max_len}")
-        pos = self.positions(ids)  # (B, T), or None: 0 … T−1
+        start = 0 if cache is None else len(cache)  # positions already read (cached)
+        if start + T > self.config.max_len:
+            raise ValueError(f"sequence length {start + T} exceeds max_len {self.config.max_len}")
+        if cache is not None:
+            if not self.config.causal:
+                raise ValueError("a KV cache needs a causal model: without the mask, earlier "
+                                 "positions would change as new bytes arrive")
+            cache.extend(ids)
+        pos = self.positions(ids if cache is None else cache.ids)  # (B, start + T), or None: 0, 1, …
+        if pos is not None:
+            pos = pos[:, start:]  # a coupled id depends on the bytes before it, cached ones too
         h = self.embed(ids)  # (B, T, C)
         if self.config.positional == "sinusoidal":
-            h = h + (self.pos_table[:T] if pos is None else self.pos_table[pos])
+            h = h + (self.pos_table[start:start + T] if pos is None else self.pos_table[pos])
         h = self.drop(h)
         all_weights = []
         cos = sin = freq = None
-        for block in self.blocks:
+        for layer, block in enumerate(self.blocks):
             inv_freq = getattr(block.attn, "inv_freq", None)
             if inv_freq is not None and (freq is None or not torch.equal(inv_freq, freq)):
                 freq = inv_freq  # layers usually share their frequencies: compute the angles once
-                cos, sin = rope_angles(inv_freq, T, positions=pos)  # (H, T, hd/2), coupled (B, H, T, hd/2)
-            h, weights = block(h, cos, sin, need_weights=return_attention)
+                # (H, T, hd/2) for positions start … start+T−1; coupled ids: (B, H, T, hd/2)
+                cos, sin = rope_angles(inv_freq, T, offset=start, positions=pos)
+            kv = None if cache is None else cache.layers[layer]
+            h, weights = block(h, cos, sin, need_weights=return_attention, kv=kv)
             all_weights.append(weights)
         if self.final_norm is not None:
             h = self.final_norm(h)
         logits = self.head(h)  # (B, T, vocab)
         return (logits, all_weights) if return_attention else logits
+
+
+@contextmanager
+def evaluating(model: nn.Module):
+    """Evaluation mode (no dropout) for a measurement or generation, and the caller's mode back
+    afterwards, even if it raises: a model in the middle of training stays in training."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 def count_parameters(model: nn.Module) -> int:

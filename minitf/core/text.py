@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from .devices import device_of
+from .model import evaluating
 from .tokens import VOCAB
 
 VAL_FRACTION = 0.1
@@ -132,17 +133,15 @@ def evaluate_text(model, part: TextPart, max_windows: int | None = None,
                   batch_size: int = 256) -> dict:
     """Mean loss over the split's tiled windows: {"loss" (nats per byte), "bits_per_byte", "bytes"}."""
     check_fits(part, model)
-    was_training = model.training
-    model.eval()
     device = device_of(model)  # the windows are cut on the CPU, scored where the weights are
     ids, targets = tiled_windows(part, max_windows)
     total = 0.0
-    for start in range(0, len(ids), batch_size):
-        logits = model(ids[start:start + batch_size].to(device))  # (B, T, 256)
-        total += F.cross_entropy(logits.flatten(0, 1),
-                                 targets[start:start + batch_size].flatten().to(device),
-                                 reduction="sum").item()
-    model.train(was_training)
+    with evaluating(model):
+        for start in range(0, len(ids), batch_size):
+            logits = model(ids[start:start + batch_size].to(device))  # (B, T, 256)
+            total += F.cross_entropy(logits.flatten(0, 1),
+                                     targets[start:start + batch_size].flatten().to(device),
+                                     reduction="sum").item()
     loss = total / targets.numel()
     return {"loss": loss, "bits_per_byte": loss / LN2, "bytes": targets.numel()}
 

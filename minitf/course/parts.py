@@ -80,7 +80,8 @@ class YourAttention(MultiHeadAttention):
         if not (self.parts.attention or self.parts.causal_mask):
             return super().attend(q, k, v, need_weights)
         make_mask = self.parts.causal_mask or causal_mask
-        mask = make_mask(q.size(-2)).to(q.device) if self.causal else None
+        T, S = q.size(-2), k.size(-2)  # S > T when earlier keys come from a KV cache
+        mask = make_mask(S).to(q.device)[S - T:] if self.causal else None
         return (self.parts.attention or attention)(q, k, v, mask)
 
 

@@ -9,10 +9,12 @@ anti-diagonal).
 """
 from __future__ import annotations
 
+from html import escape
 
 import torch
 
 from ..core.data import Pair, sequence
+from ..core.model import evaluating
 from ..core.tokens import byte_label, show, to_bytes
 from .pictures import ShowsPicture, control_values, figure_png, picture_of
 
@@ -31,10 +33,8 @@ def model_input(pair: Pair | tuple) -> torch.Tensor:
 def attention_weights(model, pair: Pair | tuple) -> tuple[list[torch.Tensor], list[str]]:
     """Every layer's attention for one pair: a list of (H, T, T) tensors and the T byte labels."""
     ids = model_input(pair)  # (1, T)
-    was_training = model.training
-    model.eval()  # no dropout: the picture is the model the metrics describe
-    _, weights = model(ids, return_attention=True)  # n_layers × (1, H, T, T)
-    model.train(was_training)
+    with evaluating(model):  # no dropout: the picture is the model the metrics describe
+        _, weights = model(ids, return_attention=True)  # n_layers × (1, H, T, T)
     return [w[0] for w in weights], byte_labels(ids[0])
 
 
@@ -278,9 +278,9 @@ class AttentionSelector(ShowsPicture):
 
         self.state = s = self.compute()
         verdict = "" if s["right"] is None else (" ✓" if s["output"] == s["right"] else
-                                                 f" ✗ (right: {_html(show(s['right']))})")
+                                                 f" ✗ (right: {escape(show(s['right']))})")
         off = ", ".join(f"layer {l} · head {h}" for l, h in s["off"]) or "none"
-        self.output.value = (f"<code>{_html(show(s['input']))} ⇥ → {_html(show(s['output']))}</code>"
+        self.output.value = (f"<code>{escape(show(s['input']))} ⇥ → {escape(show(s['output']))}</code>"
                              f"{verdict} &nbsp; switched off: {off}")
         self.out.outputs = ()
         if s["input"]:
@@ -317,9 +317,6 @@ def _text(data) -> str:
 def _plain(html: str) -> str:
     return html.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def to_bertviz(weights: list[torch.Tensor]) -> list[torch.Tensor]:

@@ -1,7 +1,7 @@
 """Next-byte probabilities, and how temperature, top-k and top-p reshape them before sampling.
 
 A language model's last row of logits becomes a distribution over the 256 bytes; generation picks
-one byte from it. `minitf.generate.next_byte_probs` is that step written out: divide the logits by
+one byte from it. `minitf.next_byte_probs` is that step written out: divide the logits by
 the temperature T, keep the k most likely bytes, keep the smallest set whose probability reaches p,
 renormalise; T → 0 is greedy (all mass on the argmax). `NextByteBars` draws those probabilities
 as bars for a typed input and redraws them when a slider moves, into an Output widget from the
@@ -10,34 +10,24 @@ reads `.state`); where no widget can run, it shows as a picture (minitf.views.pi
 """
 from __future__ import annotations
 
+from html import escape
+
 import torch
 
-from ..core.generate import next_byte_probs
+from ..core.generate import continue_ids, next_byte_probs, picker
 from ..core.tokens import EOS, TAB, byte_label, show, to_bytes
 from .pictures import ShowsPicture, figure_png, output_png, picture_of
 
 
-@torch.no_grad()
 def sample_output(model, text: bytes | str, temperature: float = 0.0, top_k: int | None = None,
                   top_p: float | None = None, seed: int = 0, max_new_tokens: int = 40):
     """Generate an output for `text` with these settings: (output bytes, the (steps, V)
     probabilities each byte was drawn from). The last step is the one that drew EOS, if any."""
-    was_training = model.training
-    model.eval()
-    gen = torch.Generator().manual_seed(seed)
-    seq = list(to_bytes(text)) + [TAB]
-    out, steps = [], []
-    for _ in range(min(max_new_tokens, model.config.max_len - len(seq))):
-        logits = model(torch.tensor([seq]))[0, -1]  # (V,) the next byte's logits
-        probs = next_byte_probs(logits, temperature, top_k, top_p)
-        steps.append(probs)
-        nxt = int(probs.argmax()) if temperature == 0 else int(torch.multinomial(probs, 1, generator=gen))
-        if nxt == EOS:
-            break
-        out.append(nxt)
-        seq.append(nxt)
-    model.train(was_training)
-    return bytes(out), torch.stack(steps)
+    drawn_from = []
+    pick = picker(temperature, top_k, top_p, torch.Generator().manual_seed(seed), drawn_from)
+    new, _ = continue_ids(model, list(to_bytes(text)) + [TAB], max_new_tokens, pick, cache=False,
+                          until_eos=True)
+    return bytes(new[:-1] if new and new[-1] == EOS else new), torch.stack(drawn_from)
 
 
 class NextByteBars(ShowsPicture):
@@ -47,6 +37,9 @@ class NextByteBars(ShowsPicture):
     distribution is drawn. The grey outline is the model's own distribution (T = 1, nothing cut);
     the coloured bars are what sampling draws from with the sliders' settings.
     """
+
+    hint = "run the cell to move the sliders"  # under the picture of a stored notebook
+    empty_text = b""                            # what an emptied text box stands for
 
     def __init__(self, model, text: str = "Hello", temperature: float = 1.0, top_k: int = 256,
                  top_p: float = 1.0, step: int = 0, seed: int = 0, bars: int = 12):
@@ -78,22 +71,35 @@ class NextByteBars(ShowsPicture):
             self._wanted_step = change["new"]
         self.redraw()
 
+    def continuation(self, text: bytes, temperature: float, top_k: int | None, top_p: float | None):
+        """What the model writes after `text` with these settings: (the bytes, the probabilities
+        each was drawn from (steps, V), a function step → the model's own logits (V,) there)."""
+        output, probs = sample_output(self.model, text, temperature, top_k, top_p, self.seed)
+
+        @torch.no_grad()
+        def logits_at(step: int) -> torch.Tensor:
+            return self.model.eval()(torch.tensor([self.prefix(text, output, step)]))[0, -1]
+        return output, probs, logits_at
+
+    def prefix(self, text: bytes, output: bytes, step: int) -> list[int]:
+        """The bytes the model has read when it writes byte `step` of its output."""
+        return list(text) + [TAB] + list(output[:step])
+
     def compute(self) -> dict:
         """Generate with the current settings; the numbers the picture shows."""
         temperature = self.temperature.value
         top_k = None if self.top_k.value >= 256 else self.top_k.value
         top_p = None if self.top_p.value >= 1 else self.top_p.value
-        text = self.text.value.encode("utf-8")
-        output, probs = sample_output(self.model, text, temperature, top_k, top_p, self.seed)
+        text = self.text.value.encode("utf-8") or self.empty_text
+        output, probs, logits_at = self.continuation(text, temperature, top_k, top_p)
         step = min(self._wanted_step, len(probs) - 1)
-        prefix = list(text) + [TAB] + list(output[:step])
-        with torch.no_grad():
-            raw = self.model.eval()(torch.tensor([prefix]))[0, -1].softmax(-1)  # (V,) at T = 1
+        raw = logits_at(step).softmax(-1)  # (V,) the model's own distribution (T = 1, nothing cut)
         shown = probs[step]
         order = torch.maximum(shown, raw).argsort(descending=True, stable=True)[:self.bars]
         return {"text": text, "output": output, "step": step, "steps": len(probs),
                 "temperature": temperature, "top_k": top_k, "top_p": top_p,
-                "probs": shown, "raw": raw, "order": order, "prefix": prefix}
+                "probs": shown, "raw": raw, "order": order,
+                "prefix": self.prefix(text, output, step)}
 
     def figure(self, state: dict):
         """Bars for the most likely bytes at the chosen step, and one for all the others together
@@ -113,13 +119,23 @@ class NextByteBars(ShowsPicture):
         ax.set_xticks(x, labels, fontsize=12, family="monospace")
         ax.get_xticklabels()[-1].set(fontsize=9, family="sans-serif")
         ax.set(ylim=(0, 1.05), ylabel="probability", xlabel="next byte (most likely first)")
-        settings = (f"T = {state['temperature']:g}, top-k = {state['top_k'] or 'off'}, "
-                    f"top-p = {state['top_p'] or 'off'}")
-        ax.set_title(f"{show(state['text'])} ⇥ → {show(state['output'])}   ({settings}, random seed "
-                     f"{self.seed})\nnext-byte probabilities after reading {show(state['prefix'])}",
-                     fontsize=10)
+        ax.set_title(self.title(state), fontsize=10)
         ax.legend(loc="upper right")
         return fig
+
+    def settings(self, state: dict) -> str:
+        return (f"T = {state['temperature']:g}, top-k = {state['top_k'] or 'off'}, "
+                f"top-p = {state['top_p'] or 'off'}, random seed {self.seed}")
+
+    def title(self, state: dict) -> str:
+        return (f"{show(state['text'])} ⇥ → {show(state['output'])}   ({self.settings(state)})\n"
+                f"next-byte probabilities after reading {show(state['prefix'])}")
+
+    def written(self, state: dict) -> str:
+        """The line above the bars: what the model wrote (HTML)."""
+        ended = "then ⏎" if state["steps"] > len(state["output"]) else "cut off"
+        return (f"<code>{escape(show(state['text']))} ⇥ → {escape(show(state['output']))}</code>"
+                f" ({len(state['output'])} bytes, {ended})")
 
     def redraw(self) -> None:
         from IPython.display import Image
@@ -130,9 +146,7 @@ class NextByteBars(ShowsPicture):
         self.step.max = s["steps"] - 1
         self.step.value = s["step"]
         self.step.observe(self._on_change, names="value")
-        ended = "then ⏎" if s["steps"] > len(s["output"]) else "cut off"
-        self.output.value = (f"<code>{_html(show(s['text']))} ⇥ → {_html(show(s['output']))}</code>"
-                             f" ({len(s['output'])} bytes, {ended})")
+        self.output.value = self.written(s)
         self.out.outputs = ()
         self.out.append_display_data(Image(data=figure_png(self.figure(s)), format="png"))
 
@@ -142,14 +156,10 @@ class NextByteBars(ShowsPicture):
 
     def picture(self) -> bytes:
         controls = (self.text, self.step, self.temperature, self.top_k, self.top_p)
-        return picture_of(self.out, controls, "run the cell to move the sliders")
+        return picture_of(self.out, controls, self.hint)
 
     def __repr__(self) -> str:
         s = self.state
         return (f"NextByteBars(input={s['text'].decode('utf-8', 'replace')!r}, "
                 f"output={s['output'].decode('utf-8', 'replace')!r}, step {s['step']}, "
                 f"T={s['temperature']:g}, top_k={s['top_k']}, top_p={s['top_p']})")
-
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
