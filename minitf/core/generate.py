@@ -2,8 +2,9 @@
 
 Pairs: feed `input TAB`, then append one predicted byte at a time until EOS (`generate`).
 Text: continue a prompt for a number of bytes, reading only the new byte each step through a
-KV cache (`generate_text`). Both pick bytes with `next_byte_probs`: greedy, temperature, top-k,
-top-p.
+KV cache (`generate_text`). Both, and the sampling widgets, run one loop (`generation_loop`) and
+pick bytes one way (`picker`: greedy, or a draw from `next_byte_probs` with temperature, top-k,
+top-p).
 """
 from __future__ import annotations
 
