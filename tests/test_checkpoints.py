@@ -12,7 +12,8 @@ from minitf.cli import parser
 
 FOLDER = ROOT / "data" / "checkpoints"
 LANGUAGE_MODELS = {"lm"}  # trained on text, not pairs: tests/test_lm.py checks them
-CHECKPOINTS = sorted(p for p in FOLDER.glob("*.pt") if p.stem not in LANGUAGE_MODELS)
+BY_HAND = {"shift_by_hand"}  # built, not trained: tests/test_by_hand.py checks them
+CHECKPOINTS = sorted(p for p in FOLDER.glob("*.pt") if p.stem not in LANGUAGE_MODELS | BY_HAND)
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +34,8 @@ def maker():
 
 
 def test_every_recipe_has_its_checkpoint_and_vice_versa():
-    assert sorted(p.stem for p in FOLDER.glob("*.pt")) == sorted(maker().RECIPES)
+    assert sorted(p.stem for p in FOLDER.glob("*.pt")) == sorted([*maker().RECIPES, *maker().BUILT])
+    assert set(maker().BUILT) == BY_HAND
 
 
 @pytest.mark.parametrize("path", CHECKPOINTS, ids=lambda p: p.name)

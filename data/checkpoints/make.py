@@ -1,7 +1,9 @@
 """Re-make the shipped checkpoints: `python data/checkpoints/make.py [NAME ...]` from the repo root.
 
-Each entry is a `python -m minitf train` argument list, run through the CLI itself (one thread, its
-default); the checkpoint's metadata records the command, the validation and training-loss curves.
+Each entry of RECIPES is a `python -m minitf train` argument list, run through the CLI itself (one
+thread, its default); the checkpoint's metadata records the command, the validation and
+training-loss curves. Each entry of BUILT is a call that sets every weight by hand (no training);
+its metadata records the call and its exact match on fresh pairs.
 """
 from __future__ import annotations
 
@@ -28,8 +30,34 @@ RECIPES = {
 }
 
 
+# name → the call that builds it (evaluated with minitf's names in scope)
+BUILT = {
+    "shift_by_hand": "minitf.course.by_hand.shift_by_hand(HandSet(d_model=3))",
+}
+BY_HAND_CHECK = dict(n=1000, seed=24, min_len=1, max_len=24, repeats=0.33)  # fresh pairs it is scored on
+
+
+def build(name: str) -> None:
+    """Build one hand-set checkpoint from its recorded call, replacing the shipped file."""
+    import minitf
+    from minitf.course.by_hand import HandSet
+
+    model = eval(BUILT[name], {"minitf": minitf, "HandSet": HandSet})
+    c = BY_HAND_CHECK
+    pairs = minitf.make_pairs("shift", c["n"], c["seed"], min_len=c["min_len"], max_len=c["max_len"],
+                              repeats=c["repeats"])
+    scores = {k: round(v, 4) for k, v in minitf.evaluate(model, pairs).items()}
+    minitf.save(model, f"data/checkpoints/{name}.pt", overwrite=True, metadata={
+        "built_by": BUILT[name], "trained_steps": 0,
+        "val": scores, "val_pairs": f"minitf.make_pairs('shift', **{c})"})
+    print(f"{name}: built by {BUILT[name]}; {scores}")
+
+
 def make(name: str) -> None:
-    """Train one checkpoint with `python -m minitf train`, replacing the shipped file."""
+    """Train one checkpoint with `python -m minitf train` (or build a hand-set one), replacing
+    the shipped file."""
+    if name in BUILT:
+        return build(name)
     argv = ["train", *RECIPES[name].split(), "--out", f"data/checkpoints/{name}.pt", "--force",
             "--no-progress"]
     if main(argv) != 0:
@@ -37,5 +65,5 @@ def make(name: str) -> None:
 
 
 if __name__ == "__main__":
-    for name in sys.argv[1:] or RECIPES:
+    for name in sys.argv[1:] or [*RECIPES, *BUILT]:
         make(name)

@@ -1,0 +1,79 @@
+"""The hand-set shift solver: every weight chosen, none trained. It solves shift on fresh pairs of
+every length up to the one it was built for, each piece does the job its docstring names, and the
+shipped checkpoint is exactly what its recorded call builds."""
+import math
+
+import pytest
+import torch
+
+import minitf
+from conftest import ROOT
+from minitf.core.rope import position_ids
+from minitf.course.by_hand import HandSet, byte_circle, shift_by_hand, value_rotation
+from test_checkpoints import maker
+
+
+def fresh_pairs(n, seed, min_len, max_len):
+    return minitf.make_pairs("shift", n, seed, min_len=min_len, max_len=max_len, repeats=0.33)
+
+
+@pytest.mark.parametrize("d_model, parameters", [(4, 1376), (3, 1093)])
+def test_it_solves_shift_on_every_length_up_to_24_with_no_training(d_model, parameters):
+    model = shift_by_hand(HandSet(d_model=d_model))
+    assert minitf.count_parameters(model) == parameters
+    assert next(model.parameters()).dtype == torch.float32
+    for lo, hi, seed in [(1, 12, 101), (13, 24, 102)]:  # 13-24: longer than any trained solver saw
+        pairs = fresh_pairs(600, seed, lo, hi)
+        assert sum(len(set(p.input)) < len(p.input) for p in pairs) > 150  # repeated bytes too
+        assert minitf.evaluate(model, pairs)["exact_match"] >= 0.999
+    assert minitf.generate(model, "Hello, world~") == b"Ifmmp-!xpsme "
+
+
+def test_the_value_path_maps_every_printable_byte_to_its_successor():
+    n = HandSet()
+    E, W_V = byte_circle(n), value_rotation(n)
+    printable = torch.arange(32, 127)
+    moved = E[printable] @ W_V.T                       # each byte's code, rotated
+    nearest = (moved @ E[printable].T).argmax(-1) + 32  # the printable byte it lands on
+    assert nearest.tolist() == [b + 1 if b < 126 else 32 for b in printable.tolist()]
+
+
+def test_the_query_peaks_one_id_ahead_and_the_tab_key_sits_between():
+    n = HandSet()
+    model = shift_by_hand(n)
+    attn = model.blocks[0].attn
+    seq = list(b"abcdefghij\tbcde")  # output position 4 (id 4) must read input id 5
+    ids = torch.tensor([seq])
+    with torch.no_grad():
+        _, weights = model(ids, return_attention=True)
+    pos = position_ids(ids, "coupled")[0].tolist()
+    row = weights[0][0, 0, len(seq) - 1]  # the last query: an output byte with id 4
+    assert pos[row.argmax()] == pos[-1] + 1 and seq[row.argmax()] == ord("e")
+    assert row.max() > 0.999
+    done = list(b"abc\tbcd")  # every byte written: the query finds no id ahead, TAB wins
+    _, weights = model(torch.tensor([done]), return_attention=True)
+    assert done[weights[0][0, 0, -1].argmax()] == minitf.TAB
+    assert attn.inv_freq[0, 0].item() == pytest.approx(2 * math.pi / 27)
+
+
+@pytest.mark.parametrize("broken, why", [
+    (HandSet(longest=12), "ω = 2π/15 comes back to the peak at Δ − 1 = 15: long inputs alias"),
+    (HandSet(k=19), "k = 19 shares a factor with 95: bytes 5 apart get one code"),
+])
+def test_each_named_number_matters(broken, why):
+    model = shift_by_hand(broken)
+    assert minitf.evaluate(model, fresh_pairs(300, 103, 13, 24))["exact_match"] < 0.5, why
+
+
+def test_the_shipped_checkpoint_is_what_its_recorded_call_builds():
+    make = maker()
+    shipped = minitf.load(ROOT / "data" / "checkpoints" / "shift_by_hand.pt")
+    assert shipped.metadata["built_by"] == make.BUILT["shift_by_hand"]
+    assert shipped.metadata["trained_steps"] == 0
+    built = shift_by_hand(HandSet(d_model=3))
+    assert shipped.config == built.config
+    for (name, a), (_, b) in zip(shipped.state_dict().items(), built.state_dict().items()):
+        assert torch.equal(a, b), name
+    c = make.BY_HAND_CHECK
+    pairs = fresh_pairs(c["n"], c["seed"], c["min_len"], c["max_len"])
+    assert minitf.evaluate(shipped, pairs)["exact_match"] == shipped.metadata["val"]["exact_match"] == 1.0
