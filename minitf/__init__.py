@@ -20,7 +20,7 @@ from .core.checkpoint import CheckpointError, load, save
 from .core.config import Config, seed_dropout
 from .core.data import (DataError, Pair, ReadReport, TASKS, make_batch, make_pairs, read_pairs,
                         sequence, shift_bytes, write_pairs)
-from .core.evaluate import evaluate, masked_loss
+from .core.evaluate import evaluate, exact_match_by_length, masked_loss
 from .core.ffn import FeedForward
 from .core.generate import generate, generate_text, next_byte_probs
 from .core.heads import ablate_heads

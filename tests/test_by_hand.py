@@ -77,3 +77,17 @@ def test_the_shipped_checkpoint_is_what_its_recorded_call_builds():
     c = make.BY_HAND_CHECK
     pairs = fresh_pairs(c["n"], c["seed"], c["min_len"], c["max_len"])
     assert minitf.evaluate(shipped, pairs)["exact_match"] == shipped.metadata["val"]["exact_match"] == 1.0
+
+
+def test_exact_match_by_length_shows_where_a_trained_solver_breaks():
+    """The trained smallest solver learned shift for lengths 1-12: by length, the failure beyond
+    its training lengths is plain; the hand-set one holds at every length."""
+    from minitf.core.evaluate import exact_match_by_length
+    pairs = fresh_pairs(400, 104, 1, 24)
+    trained = exact_match_by_length(minitf.load(ROOT / "data/checkpoints/shift_smallest.pt"), pairs)
+    by_hand = exact_match_by_length(shift_by_hand(), pairs)
+    assert sorted(trained) == sorted(by_hand) == list(range(1, 25))
+    assert min(trained[n] for n in range(1, 13)) > 0.9 and max(trained[n] for n in range(16, 25)) < 0.2
+    assert min(by_hand.values()) == 1.0
+    with pytest.raises(ValueError, match="at least one pair"):
+        exact_match_by_length(shift_by_hand(), [])

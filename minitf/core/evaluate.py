@@ -55,3 +55,19 @@ def evaluate(model, pairs: list[Pair], batch_size: int = 512) -> dict:
     exact = sum(o == p.output for o, p in zip(outs, pairs))
     return {"loss": total_loss / count, "char_accuracy": correct / count,
             "exact_match": exact / len(pairs)}
+
+
+@torch.no_grad()
+def exact_match_by_length(model, pairs: list[Pair]) -> dict[int, float]:
+    """Exact match for each input length {length: share right}, shortest first: a model that
+    learned shift only for the lengths it was trained on cannot hide that in an average."""
+    if not pairs:
+        raise ValueError("exact_match_by_length needs at least one pair")
+    longest = max(len(p.output) for p in pairs) + 1
+    with evaluating(model):
+        outs = greedy_outputs(model, [p.input for p in pairs], longest)
+    right, count = defaultdict(int), defaultdict(int)
+    for out, p in zip(outs, pairs):
+        count[len(p.input)] += 1
+        right[len(p.input)] += out == p.output
+    return {n: right[n] / count[n] for n in sorted(count)}
