@@ -91,3 +91,38 @@ def test_exact_match_by_length_shows_where_a_trained_solver_breaks():
     assert min(by_hand.values()) == 1.0
     with pytest.raises(ValueError, match="at least one pair"):
         exact_match_by_length(shift_by_hand(), [])
+
+
+def successor(b):
+    return b + 1 if b < 126 else 32
+
+
+@pytest.mark.parametrize("which", ["hand-set", "trained (shift_smallest.pt)"])
+def test_the_value_circuit_of_both_solvers_is_the_plus_one_map(which):
+    from minitf.course.by_hand import value_circuit
+    model = shift_by_hand() if which == "hand-set" else \
+        minitf.load(ROOT / "data/checkpoints/shift_smallest.pt")
+    assert value_circuit(model) == {b: successor(b) for b in range(32, 127)}
+
+
+def test_patching_the_value_path_changes_the_output_as_the_circuit_says():
+    """Causal evidence, not a picture: give the source byte's position the value another byte
+    would have, and the trained solver writes that byte's successor instead."""
+    model = minitf.load(ROOT / "data/checkpoints/shift_smallest.pt")
+    seq = torch.tensor([list(b"kq\t")])  # its first output byte reads 'k' (id 1)
+    attn, A = model.blocks[0].attn, model.config.attn_dim
+    with torch.no_grad():
+        clean = model(seq)[0, -1].argmax().item()
+        patched_value = attn.qkv(model.blocks[0].norm1(model.embed.weight[ord("x")]))[2 * A:]
+
+    def patch(module, inputs, output):  # position 0's value becomes 'x''s
+        output = output.clone()
+        output[0, 0, 2 * A:] = patched_value
+        return output
+    handle = attn.qkv.register_forward_hook(patch)
+    try:
+        with torch.no_grad():
+            patched = model(seq)[0, -1].argmax().item()
+    finally:
+        handle.remove()
+    assert (clean, patched) == (ord("l"), ord("y"))

@@ -21,7 +21,8 @@ piece does one job, and a few named numbers (`HandSet`) set them:
   final norm's gain γ sets the logits' scale, and the head's biases rule out every byte that is
   neither printable nor EOS (TAB shares EOS's direction).
 
-`shift_by_hand()` builds it; notebook 13 lets a learner build it piece by piece.
+`shift_by_hand()` builds it. `value_circuit(model)` reads any one-layer solver the same way: the
+byte each printable byte's value turns into, through the norms, W_V, W_O and the head.
 """
 from __future__ import annotations
 
@@ -138,3 +139,19 @@ def shift_by_hand(numbers: HandSet | None = None) -> Transformer:
             model.final_norm.bias.zero_()
         model.head.bias.copy_(head_bias)
     return model.float().eval()
+
+
+@torch.no_grad()
+def value_circuit(model) -> dict[int, int]:
+    """For a one-layer model: printable byte b → the printable byte the head ranks first when
+    attention copies b's value, norm(E[b])·W_V·W_O, alone into the final norm and the head
+    (E·W_V·W_O·Eᵀ with the norms and biases on the way). A shift solver maps b to b + 1."""
+    block = model.blocks[0]
+    A = model.config.attn_dim
+    printable = torch.tensor(list(PRINTABLE))
+    x = block.norm1(model.embed.weight[printable])  # what attention reads of each byte
+    W, b = block.attn.qkv.weight[2 * A:], block.attn.qkv.bias[2 * A:]
+    out = block.attn.out(x @ W.T + b)
+    h = model.final_norm(out) if model.final_norm is not None else out
+    logits = model.head(h)[:, printable]
+    return dict(zip(printable.tolist(), (logits.argmax(-1) + 32).tolist()))
