@@ -10,9 +10,9 @@ use, so `import minitf; minitf.Transformer(...)` is all a learner needs.
 - `minitf.views`: pictures and widgets, the trace of a forward pass, the Explorer.
 - `minitf.experiments`: stored benchmark results and the readers that turn them into tables.
 
-The doors stand at the top: `cli` (`python -m minitf`), `notebook` (the one-line set-up) and
-`lightning` (optional). Wings import the core, never one another or a door
-(tests/test_architecture.py holds that rule).
+The doors stand at the top: `cli` (`python -m minitf`), `notebook` (the one-line set-up),
+`doctor` (why your numbers may differ from the stored ones) and `lightning` (optional). Wings
+import the core, never one another or a door (tests/test_architecture.py holds that rule).
 """
 from .core.attention import MultiHeadAttention, attention, causal_mask
 from .core.baselines import Baselines, baseline_losses

@@ -9,11 +9,13 @@ import argparse
 import json
 import math
 import shlex
+import signal
 import sys
+import tempfile
 from pathlib import Path
 
 from .core import recipes
-from .core.checkpoint import CheckpointError, load, save
+from .core.checkpoint import CheckpointError, load, save, train_state
 from .core.config import Config
 from .core.data import TASKS, DataError, make_pairs, make_splits, read_pairs, write_pairs
 from .core.devices import CHOICES as DEVICES, pick_device
@@ -78,10 +80,20 @@ LOSS_CURVE_EVERY = 10  # the stored training-loss curve: the mean of every 10 st
 
 
 def cmd_train(args) -> int:
-    if Path(args.out).exists() and not args.force:
-        return fail(f"{args.out} exists; pass --force to replace it")
-    if target_problem(args):
-        return fail(target_problem(args))
+    """Train and save. Nothing is lost on the way: --out is checked before training starts,
+    --save-every N saves a resumable checkpoint every N steps, Ctrl-C (SIGINT) or SIGTERM saves
+    the model reached and exits 130 or 143 (128 + the signal's number, the shell's convention),
+    and --resume FILE goes on from such a checkpoint as if the run had never stopped."""
+    if args.trainer == "lightning" and (args.resume or args.save_every is not None):
+        return fail(LIGHTNING_KEEPS_ITS_OWN)
+    state = None
+    if args.resume:
+        args, state = resumed_args(args)
+    problem = out_problem(args) or target_problem(args)
+    if problem:
+        return fail(problem)
+    if args.save_every is not None and args.save_every < 1:
+        return fail(f"--save-every is a number of steps >= 1, got {args.save_every}")
     import torch
     torch.set_num_threads(args.threads)
     if args.trainer == "lightning" and args.device:
@@ -98,19 +110,22 @@ def cmd_train(args) -> int:
         train_data, val_data = train_val_pairs(args)
         described = (f"{len(train_data)} training pairs "
                      f"({'from ' + args.train if args.train else f'generated {args.task}'})")
-    model = Transformer(config)  # initialised on the CPU: the same weights whatever the device
     if args.trainer == "lightning":
+        model = Transformer(config)  # initialised on the CPU: the same weights whatever the device
         hist, run = train_with_lightning(args, model, train_data, val_data, described)
         if hist is None:
             return 0  # a DDP process other than the first: the first one reports and saves
+        save_run(model, args, hist, run)
     else:
-        model.to(device)
-        on = "" if device.type == "cpu" else f" on {device}"
-        print(f"model: {count_parameters(model):,} parameters{on}, {described}")
-        hist = train(model, train_data, val_data, steps=args.steps, batch_size=args.batch_size,
-                     lr=args.lr, warmup=args.warmup, seed=args.seed, eval_every=args.eval_every,
-                     progress=not args.no_progress, stop_when=target_reached(args))
-        run = {} if device.type == "cpu" else {"device": str(device)}
+        # resumed: the weights reached; new: initialised on the CPU (the same whatever the device)
+        model = load(args.resume) if state else Transformer(config)
+        hist, run, stopped_by = train_with_minitf(args, model, device, train_data, val_data,
+                                                  described, state)
+        if stopped_by:
+            print(f"interrupted ({stopped_by.name}) at step {hist.step} of {args.steps}; "
+                  f"saved {args.out}; resume with: python -m minitf train --resume "
+                  f"{shlex.quote(args.out)} --out {shlex.quote(args.out)}")
+            return 128 + stopped_by
     for v in hist.val:
         if args.text:
             print(f"step {v['step']:6d}  val loss {v['loss']:.4f} nats/byte  "
@@ -118,25 +133,142 @@ def cmd_train(args) -> int:
         else:
             print(f"step {v['step']:6d}  val loss {v['loss']:.4f}  char acc {v['char_accuracy']:.4f}  "
                   f"exact {v['exact_match']:.4f}")
-    final = hist.val[-1]
-    kind = {"text": args.text, "context": args.context} if args.text else {}
-    every = LOSS_CURVE_EVERY
-    curve = [round(sum(hist.loss[i:i + every]) / len(hist.loss[i:i + every]), 4)
-             for i in range(0, len(hist.loss), every)]
-    save(model, args.out, overwrite=args.force, metadata={
-        "command": args.command_line, "steps": args.steps, "seed": args.seed,
-        **({"recipe": args.recipe} if args.recipe else {}),
-        **({"target_exact": args.target_exact, "steps_trained": len(hist.loss)}
-           if args.target_exact is not None else {}),
-        "train_seconds": round(hist.seconds, 1), "val": final, "val_curve": hist.val,
-        "loss_curve_every": every, "loss_curve": curve, **kind, **run})
+    final = hist.last_val()
     if args.target_exact is not None:
         print(f"exact match {final['exact_match']:.4f} "
               + (f">= {args.target_exact}: stopped" if final["exact_match"] >= args.target_exact
                  else f"< {args.target_exact}: target not reached, all steps trained"))
     done = len(hist.loss) if args.target_exact is not None else args.steps
-    print(f"trained {done} steps in {hist.seconds:.1f} s; saved {args.out}")
+    resumed = f" (resumed at step {state['step']})" if state else ""
+    unchecked = "; no validation (--n-val 0)" if final is None else ""
+    print(f"trained {done} steps in {hist.seconds:.1f} s{resumed}{unchecked}; saved {args.out}")
     return 0
+
+
+def train_with_minitf(args, model, device, train_data, val_data, described, state):
+    """`train` (the default trainer): (History, what to record of the run, the signal that
+    stopped it or None). The model is saved every --save-every steps, where a signal stopped it,
+    or at the end."""
+    model.to(device)
+    on = "" if device.type == "cpu" else f" on {device}"
+    resuming = f"; resuming {args.resume} at step {state['step']} of {args.steps}" if state else ""
+    print(f"model: {count_parameters(model):,} parameters{on}, {described}{resuming}")
+    run = {} if device.type == "cpu" else {"device": str(device)}
+
+    def save_every(history):
+        if args.save_every and history.step % args.save_every == 0 and history.step < args.steps:
+            save_run(model, args, history, run, partial={"saved_every": args.save_every})
+
+    with Stop() as stop:  # a signal from here on, the final save included, stops and saves
+        hist = train(model, train_data, val_data, steps=args.steps, batch_size=args.batch_size,
+                     lr=args.lr, warmup=args.warmup, seed=args.seed, eval_every=args.eval_every,
+                     progress=not args.no_progress, stop_when=target_reached(args),
+                     resume=state, after_step=save_every, should_stop=stop)
+        if hist.interrupted:
+            save_run(model, args, hist, run, partial={"interrupted": True, "signal": stop.signal.name})
+            return hist, run, stop.signal
+        save_run(model, args, hist, run)
+    return hist, run, None
+
+
+def save_run(model, args, hist, run: dict, partial: dict | None = None) -> None:
+    """Save the model with what the run recorded. partial (a run stopped or saved on the way):
+    how it was saved; the file then also holds the training state that --resume goes on from.
+    --out was checked before training (free, or --force, or this run's own file): replace it."""
+    final = hist.last_val()
+    kind = {"text": args.text, "context": args.context} if args.text else {}
+    every = LOSS_CURVE_EVERY
+    curve = [round(sum(hist.loss[i:i + every]) / len(hist.loss[i:i + every]), 4)
+             for i in range(0, len(hist.loss), every)]
+    where = {**partial, "step": hist.step} if partial else {}
+    save(model, args.out, overwrite=True, train_state=hist.state() if partial else None, metadata={
+        "command": args.command_line, "steps": args.steps, "seed": args.seed, **where,
+        **({"recipe": args.recipe} if args.recipe else {}),
+        **({"target_exact": args.target_exact, "steps_trained": len(hist.loss)}
+           if args.target_exact is not None else {}),
+        **({"resumed": args.resumed} if args.resumed else {}),
+        "train_seconds": round(hist.seconds, 1), "val": final, "val_curve": hist.val,
+        "loss_curve_every": every, "loss_curve": curve, **kind, **run})
+
+
+class Stop:
+    """Ctrl-C (SIGINT) and SIGTERM while `train` runs: noted, and the step under way finishes; the
+    run then stops and saves (train's should_stop asks this object). A second signal has its usual
+    effect at once: a KeyboardInterrupt, or the end of the process."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __enter__(self):
+        self.signal = None
+        self.usual = {s: signal.signal(s, self.note) for s in self.SIGNALS}
+        return self
+
+    def note(self, signum, frame):
+        self.signal = signal.Signals(signum)
+        for s, handler in self.usual.items():
+            signal.signal(s, handler)
+
+    def __call__(self) -> bool:
+        return self.signal is not None
+
+    def __exit__(self, *exc):
+        for s, handler in self.usual.items():
+            signal.signal(s, handler)
+
+
+# the flags a resumed run may set; every other one comes from the command the checkpoint records
+RESUME_FLAGS = ("resume", "out", "force", "no_progress", "save_every")
+
+
+def resumed_args(args):
+    """`train --resume FILE`: the arguments of the run FILE records (its command), with this
+    command's --out, --force, --no-progress and --save-every; and the training state to go on from."""
+    defaults = vars(parser().parse_args(["train", "--out", args.out]))
+    other = sorted(k for k, v in vars(args).items()
+                   if k in defaults and k not in RESUME_FLAGS and v != defaults[k])
+    if other:
+        flags = ", ".join("--" + k.replace("_", "-") for k in other)
+        raise ValueError(f"--resume goes on with the flags its checkpoint records; drop {flags} "
+                         "(only --out, --force, --no-progress and --save-every may be given)")
+    if not Path(args.resume).is_file():
+        raise ValueError(f"--resume {args.resume}: no such file")
+    state, meta = train_state(args.resume), load(args.resume).metadata
+    if state is None or "command" not in meta:
+        raise ValueError(f"{args.resume} holds no training state to go on from: it is a finished "
+                         "run's checkpoint, or was not saved part-way by `python -m minitf train`")
+    recorded = parser().parse_args(shlex.split(meta["command"])[3:])
+    for name in RESUME_FLAGS:
+        if name != "save_every" or args.save_every is not None:
+            setattr(recorded, name, getattr(args, name))
+    recorded.command_line, recorded.recipe = meta["command"], meta.get("recipe")
+    recorded.resumed = [*meta.get("resumed", []), state["step"]]
+    return recorded, state
+
+
+def out_problem(args) -> str | None:
+    """What would stop the checkpoint from being saved at --out, found before any training."""
+    out = Path(args.out)
+    if out.is_dir():
+        return f"--out {out} is a folder; give the checkpoint's file name, e.g. {out / 'model.pt'}"
+    own = args.resume and out.exists() and out.samefile(args.resume)  # a resumed run's own file
+    if out.exists() and not (args.force or own):
+        return f"{out} exists; pass --force to replace it"
+    folder = out.parent
+    if not folder.exists():
+        return f"--out {out}: the folder {folder} does not exist (create it first)"
+    if not folder.is_dir():
+        return f"--out {out}: {folder} is a file, not a folder"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        return f"--out {out}: cannot write in the folder {folder} ({e.strerror})"
+    return None
+
+
+LIGHTNING_KEEPS_ITS_OWN = ("--resume and --save-every are for --trainer minitf; Lightning saves and "
+                           "resumes its own checkpoints (its ModelCheckpoint callback, "
+                           "Trainer.fit's ckpt_path)")
 
 
 def target_problem(args) -> str | None:
@@ -148,6 +280,8 @@ def target_problem(args) -> str | None:
         return f"--target-exact is an exact-match fraction in (0, 1], got {t}"
     if args.text:
         return "--target-exact stops on the exact match of held-out pairs; --text has none"
+    if not args.val and args.n_val == 0:
+        return "--target-exact stops on the exact match of held-out pairs; --n-val 0 leaves none"
     if args.trainer != "minitf":
         return "--target-exact is for --trainer minitf"
     if not args.eval_every:
@@ -230,6 +364,11 @@ def cmd_generate(args) -> int:
     return 0
 
 
+def cmd_doctor(args) -> int:
+    from . import doctor
+    return doctor.main()
+
+
 def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     """The command line; train_defaults replace `train`'s defaults (a recipe's flags)."""
     p = argparse.ArgumentParser(prog="python -m minitf", description=__doc__)
@@ -262,7 +401,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--val", help="pairs file (default: --n-val fresh held-out pairs of --task)")
     t.add_argument("--task", choices=sorted(TASKS), default="shift")
     t.add_argument("--n-train", type=int, default=20000)
-    t.add_argument("--n-val", type=int, default=1000, help="fresh held-out pairs (without --val)")
+    t.add_argument("--n-val", type=int, default=1000,
+                   help="fresh held-out pairs (without --val); 0: no validation")
     t.add_argument("--val-repeats", type=float, default=0.0,
                    help="fraction of the fresh held-out inputs with repeated bytes (as --repeats)")
     t.add_argument("--repeats", type=float, default=0.0,
@@ -313,13 +453,19 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
                    help="with --trainer lightning: 32-true, bf16-mixed, 16-mixed, 64-true")
     t.add_argument("--out", required=True, help="checkpoint path")
     t.add_argument("--force", action="store_true", help="replace an existing checkpoint")
+    t.add_argument("--save-every", type=int, default=None, metavar="N",
+                   help="also save a resumable checkpoint at --out every N steps (a long run then "
+                   "loses at most N steps); Ctrl-C or SIGTERM saves one where the run stopped")
+    t.add_argument("--resume", metavar="FILE",
+                   help="go on from a checkpoint saved part-way (--save-every, Ctrl-C) exactly as "
+                   "if the run had not stopped; its flags come from the command FILE records")
     t.add_argument("--no-progress", action="store_true")
     t.add_argument("--recipe", choices=list(recipes.RECIPES),
                    help="start from a named recipe's flags (listed below); flags given override them")
     t.add_argument("--target-exact", type=float, default=None, metavar="FRACTION",
                    help="stop at the first evaluation (every --eval-every steps) whose exact match "
                    "on the held-out pairs reaches this, and save the model there")
-    t.set_defaults(func=cmd_train, **(train_defaults or {}))
+    t.set_defaults(func=cmd_train, resumed=None, **(train_defaults or {}))
 
     e = sub.add_parser("eval", help="loss, character accuracy and exact match on a pairs file; "
                        "with --text, a language model's validation loss beside counting baselines")
@@ -346,6 +492,12 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
                    help="bytes to generate (default: 64 for pairs, up to EOS; 200 for a language model)")
     g.add_argument("--device", choices=DEVICES, default="cpu", help="auto = cuda, else mps, else cpu")
     g.set_defaults(func=cmd_generate)
+
+    d = sub.add_parser("doctor", help="why your numbers may differ from the book's: package "
+                       "versions against the pins, CPU kernels, threads, a forward pass and a "
+                       "training step against stored values, a GPU against the CPU (exit 1 if "
+                       "something differs)")
+    d.set_defaults(func=cmd_doctor)
     return p
 
 

@@ -1,5 +1,7 @@
 """Checkpoints: config + weights + free-form metadata in one file, loaded with weights_only=True
-(no pickled code runs on load)."""
+(no pickled code runs on load). A checkpoint saved part-way through training also holds the
+training state (`History.state()`: optimizer moments, step, data order, random state), which
+`train_state(path)` reads back to resume the run; `load` reads such a file like any other."""
 from __future__ import annotations
 
 import pickle
@@ -19,11 +21,15 @@ class CheckpointError(ValueError):
     """A file that is not a loadable minitf checkpoint; the message says which and why."""
 
 
-def save(model: Transformer, path, *, metadata: dict | None = None, overwrite: bool = False) -> Path:
-    """Write model to path atomically; an existing file is kept unless overwrite=True."""
+def save(model: Transformer, path, *, metadata: dict | None = None, overwrite: bool = False,
+         train_state: dict | None = None) -> Path:
+    """Write model to path atomically; an existing file is kept unless overwrite=True.
+    train_state (a History.state()) makes the file resumable."""
     payload = {"format": FORMAT, "config": model.config.to_dict(),
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                "metadata": metadata or {}}
+    if train_state is not None:
+        payload["train_state"] = train_state
     return atomic_write(path, lambda tmp: torch.save(payload, tmp), overwrite=overwrite)
 
 
@@ -46,8 +52,9 @@ def refusal(path, detail: str) -> str:
             "as untrusted; make checkpoints with minitf.save or `python -m minitf train`.")
 
 
-def load(path) -> Transformer:
-    """Rebuild the model a checkpoint describes; its metadata is at model.metadata."""
+def read(path) -> dict:
+    """The checkpoint's contents (format, config, state_dict, metadata, maybe train_state), read
+    with weights_only=True; CheckpointError says why a file is not one."""
     path = Path(path)
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
@@ -62,6 +69,12 @@ def load(path) -> Transformer:
         raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {e})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not a minitf checkpoint (expected format {FORMAT!r})")
+    return payload
+
+
+def load(path) -> Transformer:
+    """Rebuild the model a checkpoint describes; its metadata is at model.metadata."""
+    payload = read(path)
     try:
         config = Config.from_dict(payload["config"])
     except (KeyError, TypeError, ValueError) as e:
@@ -74,3 +87,9 @@ def load(path) -> Transformer:
     model.metadata = payload.get("metadata", {})
     model.eval()
     return model
+
+
+def train_state(path) -> dict | None:
+    """The training state saved with a checkpoint (train(..., resume=…) goes on from it), or None
+    for a finished run's checkpoint."""
+    return read(path).get("train_state")

@@ -1,5 +1,9 @@
 """Training: AdamW, linear warm-up then cosine decay, gradient clipping, a progress bar — one loop
-for pairs (the loss on the output part) and for text (the loss on every byte of random windows)."""
+for pairs (the loss on the output part) and for text (the loss on every byte of random windows).
+
+A run can stop and go on where it was: `history.state()` holds everything the next step depends on
+besides the weights (the optimizer's moments, the step, the data order, the random generators and
+the history so far), and `train(..., resume=state)` continues from it, bit for bit on the CPU."""
 from __future__ import annotations
 
 import math
@@ -48,10 +52,28 @@ class History:
     val: list[dict] = field(default_factory=list)    # {"step": …, "loss", …}: see validate()
     tokens: int = 0      # target tokens the loss was taken over (pairs: output bytes + EOS)
     seconds: float = 0.0
+    interrupted: bool = False  # should_stop ended the run before its last step
     optimizer: torch.optim.Optimizer | None = field(default=None, repr=False)
+    batches: PairBatches | TextBatches | None = field(default=None, repr=False)
 
     def last_val(self) -> dict | None:
         return self.val[-1] if self.val else None
+
+    @property
+    def step(self) -> int:
+        """Steps trained so far (those of the run this one resumed included)."""
+        return len(self.loss)
+
+    def state(self) -> dict:
+        """What `train(..., resume=state)` needs to go on from here exactly as if the run had not
+        stopped: the step, AdamW's moments, the batch stream's position and generator, the global
+        random state (dropout masks) and the numbers recorded so far. Only tensors, numbers,
+        strings, lists and dicts, so a checkpoint holding it still loads with weights_only=True.
+        Take it when you save it: the optimizer's tensors are the live ones."""
+        return {"step": self.step, "optimizer": self.optimizer.state_dict(),
+                "batches": self.batches.state(), "rng": torch.get_rng_state(),
+                "history": {"loss": list(self.loss), "lr": list(self.lr), "val": list(self.val),
+                            "tokens": self.tokens, "seconds": self.seconds}}
 
 
 def make_optimizer(model, lr: float, weight_decay: float = 0.01) -> torch.optim.AdamW:
@@ -98,6 +120,15 @@ class PairBatches:
         rows = rows.to(self.ids.device)
         return self.ids[rows, :T], self.targets[rows, :T]
 
+    def state(self) -> dict:
+        """Where the stream is: its generator, this epoch's order and the place in it."""
+        return {"generator": self.generator.get_state(), "order": self.order.clone(),
+                "cursor": self.cursor}
+
+    def load_state(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])
+        self.order, self.cursor = state["order"].clone(), state["cursor"]
+
 
 class TextBatches:
     """Windows of `context` bytes at random offsets in a text; the loss on every position.
@@ -109,6 +140,13 @@ class TextBatches:
     def next(self):
         ids, targets = text.random_windows(self.part, self.batch_size, self.generator)  # (B, T) each
         return ids.to(self.device), targets.to(self.device)
+
+    def state(self) -> dict:
+        """The generator alone decides the next windows."""
+        return {"generator": self.generator.get_state()}
+
+    def load_state(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])
 
 
 def make_batches(data, batch_size: int, generator: torch.Generator, make_batch=None, device=None):
@@ -129,7 +167,8 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
           batch_size: int = 64, lr: float = 3e-3, weight_decay: float = 0.01, warmup: int = 50,
           min_lr_ratio: float = 0.1, clip: float = 1.0, seed: int = 0, eval_every: int | None = None,
           progress: bool = True, optimizer: torch.optim.Optimizer | None = None,
-          make_batch=None, stop_when=None) -> History:
+          make_batch=None, stop_when=None, resume: dict | None = None, after_step=None,
+          should_stop=None) -> History:
     """Train `model` in place; returns the History. One loop for both kinds of data:
 
     - pairs (a list of Pair): the loss on each pair's output part; batches drawn without
@@ -143,6 +182,12 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
     of an earlier run (history.optimizer) to continue with its moments. `stop_when(metrics)` ends
     training at the first validation it returns True for (e.g. exact match ≥ 0.99), so `steps`
     becomes a budget: a run that learns fast stops early, a slow one gets the whole schedule.
+
+    Stopping and going on: `after_step(history)` is called after every step (e.g. to save
+    `history.state()` every N steps); `should_stop()` is asked after every step, and True ends the
+    run there with history.interrupted set (a Ctrl-C handler sets such a flag). `resume` is the
+    `state()` of a stopped run, with the model holding that run's weights and every other argument
+    as before: training goes on from its step as if it had never stopped (on the CPU, bit for bit).
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -154,10 +199,19 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
             text.check_fits(part, model)
     batches = make_batches(train_data, batch_size, gen, make_batch, device)
     opt = optimizer or make_optimizer(model, lr, weight_decay)
-    history = History(optimizer=opt)
+    history = History(optimizer=opt, batches=batches)
+    if resume is not None:
+        if not 0 <= resume["step"] <= steps:
+            raise ValueError(f"resume: the state is at step {resume['step']}, this run has {steps} steps")
+        opt.load_state_dict(resume["optimizer"])
+        batches.load_state(resume["batches"])
+        torch.set_rng_state(resume["rng"])
+        for name, value in resume["history"].items():
+            setattr(history, name, value)
     model.train()
-    start = time.perf_counter()
-    bar = tqdm(range(steps), desc="train", disable=not progress, leave=False)
+    start, before = time.perf_counter(), history.seconds
+    bar = tqdm(range(history.step, steps), desc="train", disable=not progress, leave=False,
+               initial=history.step, total=steps)
     for step in bar:
         ids, targets = batches.next()
         rate = lr_at(step, steps, lr, warmup, min_lr_ratio)
@@ -167,6 +221,7 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
         history.loss.append(loss.item())
         history.lr.append(rate)
         history.tokens += int((targets != IGNORE).sum())
+        history.seconds = before + time.perf_counter() - start
         if val_data and ((eval_every and (step + 1) % eval_every == 0) or step + 1 == steps):
             history.val.append({"step": step + 1, **validate(model, val_data)})
             model.train()
@@ -175,7 +230,13 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
                 break
         elif step % 20 == 0:
             bar.set_postfix(loss=f"{loss.item():.3f}")
-    history.seconds = time.perf_counter() - start
+        if after_step is not None:
+            after_step(history)
+        if should_stop is not None and step + 1 < steps and should_stop():
+            history.interrupted = True
+            break
+    bar.close()
+    history.seconds = before + time.perf_counter() - start
     model.eval()
     return history
 

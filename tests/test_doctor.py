@@ -1,0 +1,164 @@
+"""`python -m minitf doctor`: each verdict, on this machine and on faked differences, which are
+reported with their explanation, never raised."""
+import json
+
+import pytest
+import torch
+
+from minitf import doctor
+from minitf.cli import main
+
+ALL_WELL = """\
+ok  versions: every package as pinned in pyproject.toml
+ok  forward pass, float64: the book's logits to 1e-12
+ok  forward pass, float32: the book's logits within float32 rounding
+ok  training step, float64: the book's losses to 1e-12
+ok  training step, float32: the book's losses within float32 rounding
+ok  seeded tiny model, float32: the book's logits within float32 rounding
+All well: this set-up computes the book's numbers."""
+
+
+def finding(report, topic):
+    return next(f for f in report.findings if f.topic == topic)
+
+
+def altered(tmp_path, change):
+    """The stored reference, changed by change(ref), in a file of its own."""
+    ref = doctor.reference()
+    change(ref)
+    path = tmp_path / "reference.json"
+    path.write_text(json.dumps(ref))
+    return path
+
+
+def test_this_machine_computes_the_books_numbers(capsys):
+    """Under any CPU kernels and thread count the suite runs with (CI: the default kernels too)."""
+    report = doctor.check()
+    assert report.ok, str(report)
+    assert report.verdict() == ALL_WELL  # what notebook 00 prints: the same on every such machine
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "CPU kernels" in out and "threads" in out and out.rstrip().endswith(ALL_WELL.splitlines()[-1])
+
+
+def test_the_stored_values_are_float64_and_float32_results():
+    """float64 to 1e-12, float32 within FLOAT32_ROUNDING of the values' scale, stated directly."""
+    ref = doctor.reference()["values"]
+    for name, (_, compute, dtype) in doctor.CHECKS.items():
+        got, stored = compute(), torch.tensor(ref[name], dtype=torch.float64)
+        assert got.dtype == dtype and got.shape == stored.shape
+        bound = doctor.FLOAT64_AGREEMENT if dtype == torch.float64 else doctor.FLOAT32_ROUNDING
+        assert (got.double() - stored).abs().max() <= bound * stored.abs().max(), name
+
+
+def test_another_torch_is_reported_with_the_command_that_fixes_it(monkeypatch, capsys):
+    real = doctor.installed
+    monkeypatch.setattr(doctor, "installed", lambda p: "2.12.1+cpu" if p == "torch" else real(p))
+    report = doctor.check()  # returns: a difference is no exception
+    versions = finding(report, "versions")
+    assert not versions.ok and versions.summary == "torch 2.12.1+cpu (pinned 2.13.0)"
+    assert "pip install torch==2.13.0" in versions.detail and "make lab" in versions.detail
+    assert not report.ok and all(f.ok for f in report.findings[1:])
+    assert "DIFFERS  versions: torch 2.12.1+cpu (pinned 2.13.0)\n    The book was made" in report.verdict()
+    assert main(["doctor"]) == 1
+    assert "1 of 6 checks differ from the book" in capsys.readouterr().out
+
+
+def test_a_missing_package_differs_and_a_missing_optional_extra_does_not(monkeypatch):
+    real = doctor.installed
+    monkeypatch.setattr(doctor, "installed", lambda p: None if p in ("nbval", "lightning") else real(p))
+    versions = finding(doctor.check(), "versions")
+    assert not versions.ok and versions.summary == "nbval not installed (pinned 0.11.0)"
+    monkeypatch.setattr(doctor, "installed", lambda p: None if p == "lightning" else real(p))
+    versions = finding(doctor.check(), "versions")
+    assert versions.ok and "lightning not installed (optional: the lightning extra)" in versions.detail
+
+
+def test_minitf_not_installed_is_a_finding(monkeypatch):
+    def not_installed():
+        raise doctor.importlib.metadata.PackageNotFoundError("minitf")
+
+    monkeypatch.setattr(doctor, "pins", not_installed)
+    versions = finding(doctor.check(), "versions")
+    assert not versions.ok and "make lab" in versions.detail
+
+
+def test_a_float64_difference_is_not_rounding(tmp_path):
+    def nudge(ref):
+        ref["values"]["forward pass, float64"][0] += 1e-9  # 1e-9 of logits near 1: far beyond 1e-12
+
+    f = finding(doctor.check(altered(tmp_path, nudge)), "forward pass, float64")
+    assert not f.ok and f.summary.endswith("more than rounding")
+    assert "this is not rounding" in f.detail and "git status" in f.detail  # torch is the book's
+
+    def other_torch(ref):
+        nudge(ref)
+        ref["made_with"]["torch"] = "2.12.1+cpu"
+
+    f = finding(doctor.check(altered(tmp_path, other_torch)), "forward pass, float64")
+    assert not f.ok and "is not the book's (2.12.1+cpu)" in f.detail and "make lab" in f.detail
+
+
+def test_float32_last_digits_are_rounding_and_explained(tmp_path):
+    """One float32 step away from every stored value, on 'another machine': still ok, explained."""
+    def one_step_off(ref):
+        stored = torch.tensor(ref["values"]["forward pass, float32"], dtype=torch.float32)
+        ref["values"]["forward pass, float32"] = torch.nextafter(stored, stored + 1).tolist()
+        ref["made_with"]["cpu_capability"] = "NEON"
+
+    report = doctor.check(altered(tmp_path, one_step_off))
+    f = finding(report, "forward pass, float32")
+    assert f.ok and f.detail.endswith(": rounding") and "largest difference" in f.detail
+    here = doctor.conditions()["cpu_capability"]
+    assert any(f"this CPU's kernels ({here}; the book's: NEON)" in note for note in report.notes)
+    assert report.verdict() == ALL_WELL  # rounding changes nothing a notebook shows
+
+
+def test_float32_beyond_rounding_differs(tmp_path):
+    def coarse(ref):
+        ref["values"]["training step, float32"][0] *= 1.001
+
+    f = finding(doctor.check(altered(tmp_path, coarse)), "training step, float32")
+    assert not f.ok and f.summary.endswith("more than float32 rounding")
+    assert "float64 checks agree" in f.detail and "get_float32_matmul_precision" in f.detail
+
+
+def test_other_random_draws_are_explained(tmp_path):
+    def other_draws(ref):
+        ref["made_with"]["seeded_weights_sha256"] = "0" * 64
+
+    report = doctor.check(altered(tmp_path, other_draws))
+    assert report.ok and any("torch.randn draws normal numbers" in note for note in report.notes)
+    # with the stored fingerprint: the note where the draws differ (the default kernels), only there
+    same = doctor.seeded_weights_hash() == doctor.reference()["made_with"]["seeded_weights_sha256"]
+    assert any("torch.randn" in note for note in doctor.check().notes) == (not same)
+
+
+def test_record_writes_what_check_reads(tmp_path):
+    path = doctor.record(tmp_path / "reference.json")
+    assert doctor.check(path).ok
+    assert json.loads(path.read_text())["made_with"]["threads"] == 1  # as the notebooks run
+
+
+def test_a_gpu_is_measured_against_the_cpu_and_a_broken_one_reported():
+    """No GPU here: the CPU stands in for one (bit for bit), the meta device for a broken one."""
+    lines = doctor.device_report([("cpu", "stand-in", (torch.float64, torch.float32))])
+    assert "stand-in), the forward pass against this CPU's: float64 bit for bit, float32 bit for bit." in lines[0]
+    assert "Why: a GPU's kernels" in lines[0]
+    broken = doctor.device_report([("meta", "broken", (torch.float32,))])
+    assert "float32 could not be computed" in broken[0]
+    assert doctor.device_report([])[0].startswith("GPU: none here")
+
+
+def test_the_doctor_leaves_the_callers_random_state_alone():
+    torch.manual_seed(3)
+    expected = torch.rand(4)
+    torch.manual_seed(3)
+    doctor.check()
+    assert torch.equal(torch.rand(4), expected)
+
+
+@pytest.mark.parametrize("name", list(doctor.CHECKS))
+def test_every_check_is_in_the_stored_file(name):
+    ref = doctor.reference()
+    assert len(ref["values"][name]) == (2 if name.startswith("training") else 256)
