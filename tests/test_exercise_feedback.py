@@ -333,3 +333,112 @@ def test_the_right_values_with_the_wrong_dtype():
     assert "dtype torch.float32, expected torch.bool\n  The values are right: make the result torch.bool" \
         in str(error)
     assert error.diagnoses == ("dtype",)
+
+
+# --- every case in float32 too; dtype and device are part of the answer -------------------------
+
+def test_a_result_in_float64_for_float32_inputs_is_named():
+    def lookup_in_float64(ids, table):
+        return table.double()[ids]
+
+    cases = [(torch.tensor([[1, 0]]), rand(3, 2))]
+    error = fails(lookup_in_float64, lambda ids, table: table[ids], cases)
+    msg = str(error)
+    assert msg.startswith("lookup_in_float64 on case 0, in float32 (ids=tensor([[1, 0]]), table=tensor([[")
+    assert "dtype torch.float64, expected torch.float32\n  Your lookup_in_float64 returns float64 for a " \
+           "float32 table: keep the table's dtype" in msg
+    assert error.diagnoses == ("dtype_changed",)
+    msg = str(fails(lambda q, k: (q @ k.T).double(), lambda q, k: q @ k.T, [(rand(2, 2), rand(2, 2))]))
+    assert "returns float64 for float32 q and k: keep their dtype" in msg
+
+
+def test_a_function_that_raises_only_in_float32_is_told_about_the_dtype():
+    def fixed_dtype(x):
+        return x @ torch.ones(2, 2, dtype=torch.float64)
+
+    error = fails(fixed_dtype, lambda x: x @ torch.ones(2, 2, dtype=x.dtype), [rand(1, 2)])
+    msg = str(error)
+    assert msg.startswith("fixed_dtype on case 0, in float32 (x=tensor([[")
+    assert "raised RuntimeError" in msg and "\n  in the line: return x @ torch.ones(2, 2, dtype=torch.float64)" in msg
+    assert ("\n  Your fixed_dtype passes this case in float64 and raises in float32: something in it is "
+            "fixed to one dtype (a .double(), .float() or dtype=… inside); keep x's dtype") in msg
+    assert error.diagnoses == ("dtype_changed", "raised")
+
+
+def test_cases_without_floats_run_once_and_float32_runs_come_after_the_cases_as_given():
+    seen = []
+
+    def spy(x):
+        seen.append(x.dtype)
+        return x
+
+    check_function(spy, lambda x: x, [torch.tensor([1, 2]), rand(2), rand(2)])
+    assert seen == [torch.int64, torch.float64, torch.float64, torch.float32, torch.float32]
+    seen.clear()
+    check_function(spy, lambda x: x, [rand(2)], dtypes=())  # an exercise may keep its cases as given
+    assert seen == [torch.float64]
+
+
+def test_a_result_on_another_device_is_named():
+    error = fails(lambda x: (x * 2).to("meta"), lambda x: x * 2, [rand(3)])
+    assert "device meta, expected cpu\n  Your <lambda>" not in str(error)  # a lambda has no name to use
+    assert "device meta, expected cpu\n  Your function returns a tensor on meta; keep the inputs' device" \
+        in str(error)
+    assert error.diagnoses == ("device",)
+
+
+# --- a function that calls the library it re-creates is refused -----------------------------------
+
+LIBRARY = {minitf.causal_mask: "minitf.causal_mask", torch.nn.functional.layer_norm: "F.layer_norm"}
+
+
+def test_a_call_to_the_library_is_refused_under_any_name_with_the_line():
+    from minitf import causal_mask as ready_made
+
+    def my_causal_mask(T):
+        return ready_made(T)  # an alias: the call is still minitf's function
+
+    error = fails(my_causal_mask, minitf.causal_mask, MASK_CASES, library=LIBRARY,
+                  hints_by_diagnosis={"library_call": "a comparison of two aranges is fine"})
+    assert str(error) == (
+        "my_causal_mask uses minitf.causal_mask, which this exercise asks you to do without: the check "
+        "compares your answer with that very code, so calling it would pass without teaching you "
+        "anything. Not accepted; the hint says what is fine to use"
+        "\n  in the line: return ready_made(T)  # an alias: the call is still minitf's function"
+        "\nHint: a comparison of two aranges is fine")
+    assert error.diagnoses == ("library_call",)
+
+
+def test_a_library_call_inside_a_module_or_a_helper_is_found_too():
+    def helper(x, C):
+        return torch.nn.LayerNorm(C).double()(x)  # nn.LayerNorm runs F.layer_norm
+
+    def my_layer_norm(x):
+        return helper(x, x.size(-1))
+
+    error = fails(my_layer_norm, lambda x: torch.nn.functional.layer_norm(x, x.shape[-1:]), [rand(2, 3)],
+                  library=LIBRARY)
+    assert str(error).startswith("my_layer_norm uses F.layer_norm, which this exercise asks you to do without")
+    assert "\n  in the line: return torch.nn.LayerNorm(C).double()(x)  # nn.LayerNorm runs F.layer_norm" in str(error)
+
+
+def test_the_reference_may_call_the_library_and_other_calls_are_fine():
+    import sys
+
+    def my_causal_mask(T):
+        return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)
+
+    before = sys.getprofile()
+    assert check_function(my_causal_mask, minitf.causal_mask, MASK_CASES, library=LIBRARY).startswith("✓")
+    assert sys.getprofile() is before  # the watch leaves no profiler behind
+
+
+def test_an_exercise_diagnosis_may_read_the_case():
+    def recognisers(x):
+        def halved(got, expected):
+            return "yours is x / 2" if torch.allclose(got, x / 2) else None
+        return (halved,)
+
+    with pytest.raises(ExerciseError) as info:
+        check_function(lambda x: x / 2, lambda x: x + 1, [rand(3)], diagnoses=recognisers)
+    assert "\n  Yours is x / 2" in str(info.value) and info.value.diagnoses == ("halved",)

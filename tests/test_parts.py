@@ -113,16 +113,62 @@ def test_rope_split_halves_is_named_on_a_model_with_head_dim_4():
 def test_a_piece_that_raises_is_named_with_its_error():
     result = parts.check(parts.Parts(embed=lambda ids, table: table[ids.float()]))
     assert list(result.broken) == ["embed"] and "raises IndexError" in str(result)
+    assert str(result).startswith("✗ your model does not compute minitf's logits: it raises IndexError\n")
 
 
-def test_a_wrong_make_batch_is_named():
+def test_a_wrong_make_batch_is_named_under_a_headline_that_says_the_logits_agree():
     def no_output_only(pairs):
         ids, targets = solutions.my_make_batch(pairs)
         ids2 = torch.cat([ids[:, 1:], ids[:, :1]], 1)
         return ids, torch.where(targets == minitf.IGNORE, ids2, targets)
 
     result = parts.check(parts.Parts(make_batch=no_output_only))
-    assert list(result.broken) == ["make_batch"]
+    assert list(result.broken) == ["make_batch"] and not result.ok
+    headline, piece = str(result).splitlines()
+    assert headline == ("✗ your model computes minitf's logits (every one within 1e-09), but your make_batch "
+                        "builds other batches than minitf's: the model would train on the wrong targets")
+    assert piece.startswith("  broken piece: make_batch — no_output_only on case 0")
+    assert "differ from minitf's" not in headline
+
+
+def test_the_library_make_batch_is_not_a_broken_piece():
+    # check asks whether the pieces compute minitf's function; refusing library calls is the exercise's job
+    assert parts.check(parts.Parts(make_batch=minitf.make_batch)).ok
+
+
+def embed_in_float64(ids, table):  # right in float64; in float32 a one-hot product of two dtypes
+    return torch.nn.functional.one_hot(ids, 256).double() @ table
+
+
+@pytest.mark.parametrize("config", [minitf.Config(), minitf.Config(d_model=16, n_heads=4, n_layers=3, d_ff=64,
+                                                                    norm_position="pre", dropout=0.0)],
+                         ids=["tiny", "notebook-08"])
+def test_a_piece_that_changes_the_dtype_is_named_by_its_float32_run(config):
+    pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
+    pieces["embed"] = embed_in_float64
+    result = parts.check(parts.Parts(**pieces), config)
+    assert not result.ok and result.max_diff < 1e-12  # float64 alone would have passed it
+    assert list(result.broken) == ["embed"], str(result)
+    headline, piece = str(result).splitlines()
+    assert headline == ("✗ your model computes minitf's logits in float64 (every one within 1e-09), but not in "
+                        "float32, the dtype it trains in (it raises RuntimeError)")
+    assert piece.startswith("  broken piece: embed — right in float64, but in float32, the dtype the model "
+                            "trains in, it raises RuntimeError (")
+    assert "it does not keep its inputs' dtype" in piece
+
+
+def test_a_piece_that_returns_float64_everywhere_is_named():
+    def layer_norm_in_float64(x, weight, bias, eps):
+        return solutions.my_layer_norm(x.double(), weight.double(), bias.double(), eps)
+
+    result = parts.check(parts.Parts(layer_norm=layer_norm_in_float64, feed_forward=solutions.my_feed_forward))
+    assert list(result.broken) == ["layer_norm"], str(result)
+    assert "right in float64, but in float32" in str(result)
+
+
+def test_the_float32_run_agrees_to_float32_precision():
+    result = parts.check(ALL)
+    assert result.ok and 0 <= result.float32 < 1e-5 and result.tolerance32 == 1e-4
 
 
 def test_feed_forward_needs_a_relu_model():

@@ -4,6 +4,7 @@ import json
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import minitf
 from conftest import ROOT
@@ -108,6 +109,32 @@ def batch_padded_with_ignore(pairs):
     return ids, targets
 
 
+def layer_norm_without(gamma=True, beta=True):
+    def my_layer_norm(x, weight, bias, eps):
+        mean = x.mean(-1, keepdim=True)
+        x_hat = (x - mean) / torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + eps)
+        return x_hat * (weight if gamma else 1) + (bias if beta else 0)
+    return my_layer_norm
+
+
+def rope_backwards(x, cos, sin):  # the rotation by −angle: the signs of the two sin terms swapped
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * cos + b * sin, -a * sin + b * cos), dim=-1).flatten(-2)
+
+
+def rope_halves(x, cos, sin):  # the pairs (x_i, x_i+hd/2): right for head_dim 2 only
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+
+
+def ffn_without_b_up(x, w_up, b_up, w_down, b_down):
+    return torch.relu(x @ w_up.T) @ w_down.T + b_down
+
+
+def ffn_without_b_down(x, w_up, b_up, w_down, b_down):
+    return torch.relu(x @ w_up.T + b_up) @ w_down.T
+
+
 MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must contain)
     ("count_parameters", lambda c: solutions.my_count_parameters(c) - c.vocab_size, "count_difference",
      "output head"),
@@ -122,6 +149,19 @@ MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must cont
     ("position_ids", lambda ids: solutions.my_position_ids(ids).float(), "dtype", "torch.arange"),
     ("widen_weight", lambda W, k: torch.block_diag(*[W / k] * k), "_zeros_where_copies_should_be", "off the diagonal too"),
     ("widen_weight", lambda W, k: torch.cat([torch.cat([W] * k, 1)] * k, 0), "factor", "(= k)"),
+    ("layer_norm", layer_norm_without(gamma=False, beta=False), "_gamma_beta", "without γ and β"),
+    ("layer_norm", layer_norm_without(beta=False), "_gamma_beta", "leaves β (bias) out"),
+    ("layer_norm", layer_norm_without(gamma=False), "_gamma_beta", "leaves γ (weight) out"),
+    ("rms_norm", lambda x, w, eps: x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps), "_gamma_beta",
+     "without γ"),
+    ("apply_rope", rope_backwards, "_turned_backwards", "the wrong way, by −angle"),
+    ("apply_rope", lambda x, cos, sin: solutions.my_apply_rope(x, sin, cos), "_cos_sin_swapped",
+     "uses sin where cos goes"),
+    ("apply_rope", rope_halves, "_halves_paired", "the two halves of the vector"),
+    ("feed_forward", ffn_without_b_up, "_ffn_bias", "leaves out b_up"),
+    ("feed_forward", ffn_without_b_down, "_ffn_bias", "leaves out b_down"),
+    ("feed_forward", lambda x, wu, bu, wd, bd: torch.relu((x @ wu.T + bu) @ wd.T + bd), "_relu_placement",
+     "ReLU after the second map"),
 ]
 
 
@@ -183,3 +223,192 @@ def test_passes_is_quiet_and_says_whether_a_function_passes(capsys):
     assert workbook.passes("rms_norm", solutions.my_rms_norm)
     assert not workbook.passes("rms_norm", solutions.my_layer_norm)
     assert capsys.readouterr().out == ""
+
+
+def test_the_hint_for_a_new_diagnosis_is_about_that_mistake():
+    hints = {  # the general hints of these exercises talk about eps, halves and (out, in) instead
+        "layer_norm": (layer_norm_without(gamma=False, beta=False),
+                       "Hint: γ and β come last, in this order: (x − mean) / sqrt(var + eps) * weight + bias"),
+        "apply_rope": (rope_backwards, "Hint: the minus sign goes with b·sin in the even slot"),
+        "feed_forward": (ffn_without_b_up, "Hint: each map has its own bias: x @ w_up.T + b_up before the ReLU"),
+    }
+    for name, (wrong, hint) in hints.items():
+        with pytest.raises(minitf.ExerciseError) as info:
+            workbook.run_check(name, wrong)
+        assert hint in str(info.value), str(info.value)
+
+
+# --- every exercise runs in float32 too: a piece must keep its inputs' dtype ------------------------
+
+def test_a_float64_one_hot_embed_is_refused_with_the_dtype_named():
+    def my_embed(ids, table):  # right in float64; in float32 the product mixes dtypes
+        return F.one_hot(ids, 256).double() @ table
+
+    with pytest.raises(minitf.ExerciseError) as info:
+        workbook.run_check("embed", my_embed)
+    msg = str(info.value)
+    assert msg.startswith("my_embed on case 0, in float32 (ids=tensor([[72, 105, 9]]), table=tensor (256, 4) "
+                          "float32) raised RuntimeError: expected m1 and m2 to have the same dtype")
+    assert ("\n  Your embed passes this case in float64 and raises in float32: something in it is fixed to "
+            "one dtype (a .double(), .float() or dtype=… inside); keep the table's dtype") in msg
+    assert msg.endswith("\nHint: keep the table's dtype: table[ids] does; a one-hot product needs "
+                        "F.one_hot(ids, 256).to(table.dtype), not .double() or .float()")
+    assert info.value.diagnoses == ("dtype_changed", "raised")
+
+
+def test_an_embed_that_returns_float64_for_a_float32_table_is_refused():
+    def my_embed(ids, table):
+        return F.one_hot(ids, 256).double() @ table.double()
+
+    with pytest.raises(minitf.ExerciseError) as info:
+        workbook.run_check("embed", my_embed)
+    assert ("my_embed on case 0, in float32 (ids=tensor([[72, 105, 9]]), table=tensor (256, 4) float32): "
+            "dtype torch.float64, expected torch.float32\n  Your embed returns float64 for a float32 table: "
+            "keep the table's dtype") in str(info.value)
+    assert info.value.diagnoses == ("dtype_changed",)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in ("causal_mask", "count_parameters",
+                                                                "make_batch", "position_ids")])
+def test_every_exercise_with_float_inputs_refuses_a_float64_result(name):
+    def in_float64(*args):
+        out = getattr(solutions, f"my_{name}")(*args)
+        return out.double() if isinstance(out, torch.Tensor) else \
+            out.double() if isinstance(out, torch.nn.Module) else tuple(t.double() for t in out)
+
+    with pytest.raises(minitf.ExerciseError) as info:
+        workbook.run_check(name, in_float64)
+    assert ", in float32 (" in str(info.value) and "dtype_changed" in info.value.diagnoses, str(info.value)
+
+
+# --- a piece that only calls the library it re-creates is refused, with what is fine instead -------
+
+def embed_with_module(ids, table):
+    lookup = torch.nn.Embedding(*table.shape).to(table.dtype)
+    lookup.weight.data = table
+    return lookup(ids)
+
+
+def layer_norm_with_module(x, weight, bias, eps):
+    norm = torch.nn.LayerNorm(x.size(-1), eps=eps).to(x.dtype)
+    norm.weight.data, norm.bias.data = weight, bias
+    return norm(x)
+
+
+def attention_with_sdpa(q, k, v, mask):  # the weights by hand, the output from PyTorch's kernel
+    weights = solutions.my_attention(q, k, v, mask)[1]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=None if mask is None else ~mask), weights
+
+
+def ffn_with_module(x, w_up, b_up, w_down, b_down):
+    ffn = minitf.FeedForward(minitf.Config(d_model=x.size(-1), n_heads=1, d_ff=w_up.size(0),
+                                           positional="none")).to(x.dtype)
+    ffn.load_state_dict({"up.weight": w_up, "up.bias": b_up, "down.weight": w_down, "down.bias": b_down})
+    return ffn(x)
+
+
+def count_by_building(config):
+    return sum(p.numel() for p in minitf.Transformer(config).parameters())
+
+
+def count_by_building_layers(config):  # no Transformer, but still a model: its layers' parameters
+    C, V = config.d_model, config.vocab_size
+    return solutions.my_count_parameters(config) + 0 * sum(p.numel() for p in torch.nn.Linear(C, V).parameters())
+
+
+LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal names)
+    ("embed", lambda ids, table: F.embedding(ids, table), "F.embedding"),
+    ("embed", lambda ids, table: torch.embedding(table, ids), "torch.embedding"),
+    ("embed", embed_with_module, "nn.Embedding"),
+    ("count_parameters", lambda config: minitf.count_parameters(minitf.Transformer(config)),
+     "minitf.Transformer(config)"),
+    ("count_parameters", count_by_building, "minitf.Transformer(config)"),
+    ("count_parameters", count_by_building_layers, "a torch.nn module"),
+    ("apply_rope", lambda x, cos, sin: minitf.apply_rope(x, cos, sin), "minitf.apply_rope"),
+    ("causal_mask", lambda T: minitf.causal_mask(T), "minitf.causal_mask"),
+    ("attention", lambda q, k, v, mask: minitf.attention(q, k, v, mask), "minitf.attention"),
+    ("attention", attention_with_sdpa, "F.scaled_dot_product_attention"),
+    ("layer_norm", lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps), "F.layer_norm"),
+    ("layer_norm", layer_norm_with_module, "nn.LayerNorm"),
+    ("rms_norm", lambda x, w, eps: torch.nn.functional.rms_norm(x, w.shape, w, eps), "F.rms_norm"),
+    ("feed_forward", ffn_with_module, "minitf.FeedForward"),
+    ("make_batch", lambda pairs: minitf.make_batch(pairs), "minitf.make_batch"),
+    ("ablate_head", lambda model, layer, head: minitf.ablate_heads(model, [(layer, head)]), "minitf.ablate_heads"),
+    ("position_ids", lambda ids: minitf.rope.position_ids(ids, "coupled"), "minitf.rope.position_ids"),
+    ("widen_weight", lambda W, k: minitf.origami.widen_weight(W, k), "minitf.origami.widen_weight"),
+]
+
+
+@pytest.mark.parametrize("name, call, named", LIBRARY_CALLS,
+                         ids=[f"{c[0]}-{c[2].split()[0]}" for c in LIBRARY_CALLS])
+def test_a_piece_that_calls_the_library_it_recreates_is_refused(name, call, named):
+    assert workbook.run_check(name, call, own_work=False).startswith("✓")  # right, so a real loophole
+    with pytest.raises(minitf.ExerciseError) as info:
+        workbook.run_check(name, call)
+    msg = str(info.value)
+    assert msg.startswith(f"<lambda> uses {named}" if call.__name__ == "<lambda>" else f"{call.__name__} uses {named}")
+    assert "which this exercise asks you to do without" in msg and "\n  in the line: " in msg
+    assert msg.endswith(f"\nHint: {workbook.EXERCISES[name].own_work}")
+    assert info.value.diagnoses == ("library_call",)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "feed_forward"])
+def test_the_reference_itself_is_refused_as_an_answer(name):
+    # each reference is the library function (or calls it): handing it in is the loophole
+    assert not workbook.passes(name, workbook.EXERCISES[name].reference)
+
+
+def test_every_exercise_says_which_calls_are_fine():
+    for ex in workbook.EXERCISES.values():
+        assert ex.library and " fine" in ex.own_work, ex.name
+
+
+def layer_norm_with_var(x, weight, bias, eps):
+    mean, var = x.mean(-1, keepdim=True), x.var(-1, unbiased=False, keepdim=True)
+    return (x - mean) * torch.rsqrt(var + eps) * weight + bias
+
+
+def make_batch_with_sequence(pairs):
+    seqs = [minitf.sequence(p) for p in pairs]
+    T = max(map(len, seqs)) - 1
+    ids, targets = torch.full((len(seqs), T), minitf.PAD), torch.full((len(seqs), T), minitf.IGNORE)
+    for row, (p, seq) in enumerate(zip(pairs, seqs)):
+        ids[row, :len(seq) - 1] = torch.tensor(seq[:-1])
+        targets[row, len(p.input):len(seq) - 1] = torch.tensor(seq[len(p.input) + 1:])
+    return ids, targets
+
+
+def attention_with_f_softmax(q, k, v, mask):
+    scores = q @ k.transpose(-2, -1) / q.size(-1) ** 0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = F.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+ALLOWED = [  # the calls each exercise's text says are fine
+    ("embed", lambda ids, table: F.one_hot(ids, 256).to(table.dtype) @ table),
+    ("causal_mask", lambda T: torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)),
+    ("causal_mask", lambda T: ~torch.ones(T, T, dtype=torch.bool).tril()),
+    ("attention", attention_with_f_softmax),
+    ("layer_norm", layer_norm_with_var),
+    ("feed_forward", lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd)),
+    ("make_batch", make_batch_with_sequence),
+]
+
+
+@pytest.mark.parametrize("name, fn", ALLOWED, ids=[f"{a[0]}-{i}" for i, a in enumerate(ALLOWED)])
+def test_the_calls_an_exercise_allows_pass(name, fn):
+    assert workbook.run_check(name, fn).startswith("✓")
+
+
+def test_a_refused_piece_is_not_saved(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path))
+
+    def my_layer_norm(x, weight, bias, eps):
+        return F.layer_norm(x, weight.shape, weight, bias, eps)
+
+    minitf.exercise("layer_norm", my_layer_norm)
+    out = capsys.readouterr().out
+    assert out.startswith("my_layer_norm uses F.layer_norm") and "saved" not in out
+    assert not list(tmp_path.iterdir())

@@ -5,6 +5,11 @@ the exercise's cases and prints what is wrong in words (never a traceback). When
 of the model is saved (`minitf.parts.save`) so notebook 08 can build a model from the learner's code.
 The cases live here, not in the notebooks, so a notebook cell is one line and the tests run the
 very same checks on `minitf.solutions`.
+
+Every case runs in float64 and again in float32 (the dtype a model trains in), so a piece must keep
+its inputs' dtype. Each exercise also names the library functions it re-creates (`library`): a
+function that calls one of them (F.layer_norm for LayerNorm, minitf.make_batch for the batch) is
+refused, and `own_work` says which calls are fine instead.
 """
 from __future__ import annotations
 
@@ -14,11 +19,16 @@ from typing import Callable
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-from ..core.attention import attention, causal_mask
+from ..core.attention import MultiHeadAttention, attention, causal_mask
 from ..core.config import Config
 from ..core.data import Pair, make_batch, make_pairs
-from ..core.model import Transformer, count_parameters
+from ..core.ffn import FeedForward
+from ..core.heads import ablate_heads
+from ..core.model import Transformer, count_parameters, format_parameter_table, parameter_table
+from ..core.norms import LayerNorm, RMSNorm
+from ..core.origami import widen_weight
 from ..core.rope import apply_rope, position_ids, rope_angles, rope_frequencies
 from ..core.tokens import EOS, PAD, TAB
 from .feedback import ExerciseError, check_function
@@ -38,6 +48,11 @@ class Exercise:
     result_names: tuple | None = None
     outcome: Callable | None = None  # applied to both results before comparing (e.g. a model → its logits)
     options: dict = field(default_factory=dict)  # passed on to check_function
+    # the library functions this exercise re-creates ({function: its name}): a learner's function
+    # that calls one is refused (feedback._LibraryWatch), and `own_work` is then the hint: what is
+    # the learner's to write, and which calls are fine
+    library: dict = field(default_factory=dict)
+    own_work: str = ""
 
     @property
     def header(self) -> str:
@@ -87,6 +102,89 @@ def _zeros_where_copies_should_be(got, expected):
             ((got == 0) & (expected != 0)).any():
         return "Yours has zeros where copies of W / k should be: every block of W' is W / k, " \
                "off the diagonal too"
+
+
+def _same(got, candidate) -> bool:
+    """got equals what a slip would compute (to the checks' tolerance, looser in float32)."""
+    if not isinstance(got, torch.Tensor) or got.shape != candidate.shape:
+        return False
+    loose = 10.0 if got.dtype == torch.float32 else 1.0
+    return torch.allclose(got.double(), candidate.double(), atol=1e-5 * loose, rtol=1e-4 * loose)
+
+
+def _first_slip(slips):
+    """A recogniser (got, expected) -> the words of the first slip whose result equals yours."""
+    def recognise(got, expected):
+        return next((words for result, words in slips if _same(got, result)), None)
+    return recognise
+
+
+def _norm_slips(x, weight, bias, eps):
+    """LayerNorm's γ and β left out, swapped or applied in the wrong order."""
+    mean = x.mean(-1, keepdim=True)
+    x_hat = (x - mean) / torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + eps)
+    slips = [(x_hat, "yours is the normalised x̂ without γ and β: LayerNorm ends with × weight (γ) "
+                     "+ bias (β), the two numbers per feature it learns"),
+             (x_hat * weight, "yours multiplies by γ (weight) but leaves β (bias) out: add the bias at "
+                              "the end"),
+             (x_hat + bias, "yours adds β (bias) but leaves γ (weight) out: multiply by the weight before "
+                            "adding the bias"),
+             (x_hat * bias + weight, "yours swaps γ and β: multiply by weight (γ), then add bias (β)"),
+             ((x_hat + bias) * weight, "yours adds β before multiplying by γ: it is x̂ · γ + β, in that "
+                                       "order")]
+    gamma_beta = _first_slip(slips)
+    gamma_beta.__name__ = "_gamma_beta"
+    return (gamma_beta,)
+
+
+def _rms_slips(x, weight, eps):
+    """RMSNorm's γ left out."""
+    gamma = _first_slip([(x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps),
+                          "yours is x / rms without γ: multiply by weight (γ) at the end")])
+    gamma.__name__ = "_gamma_beta"
+    return (gamma,)
+
+
+def _rope_slips(x, cos, sin):
+    """The rotation by −angle, cos and sin swapped, or the pairs taken as the two halves."""
+    backwards = _first_slip([(apply_rope(x, cos, -sin), "yours turns every pair the wrong way, by −angle: "
+                              "(a·cos + b·sin, −a·sin + b·cos); the turn by +angle is (a·cos − b·sin, "
+                              "a·sin + b·cos)")])
+    backwards.__name__ = "_turned_backwards"
+    swapped = _first_slip([(apply_rope(x, sin, cos), "yours uses sin where cos goes and cos where sin "
+                            "goes: a·cos − b·sin, a·sin + b·cos")])
+    swapped.__name__ = "_cos_sin_swapped"
+    a, b = x.chunk(2, dim=-1)
+    halves = _first_slip([(torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1),
+                           "yours pairs dimension i with dimension i + head_dim/2 (the two halves of the "
+                           "vector); pair i is the neighbours (2i, 2i+1)")])
+    halves.__name__ = "_halves_paired"
+    return (backwards, swapped, halves)
+
+
+def _ffn_slips(x, w_up, b_up, w_down, b_down):
+    """A bias left out, or the ReLU in the wrong place."""
+    up = lambda bias=True: x @ w_up.T + (b_up if bias else 0)
+    down = lambda h, bias=True: h @ w_down.T + (b_down if bias else 0)
+    bias = _first_slip([
+        (down(torch.relu(up(False)), False), "yours leaves out both biases: x @ w_up.T + b_up, and "
+                                             "hidden @ w_down.T + b_down"),
+        (down(torch.relu(up(False))), "yours leaves out b_up, the first map's bias: x @ w_up.T + b_up, "
+                                      "before the ReLU"),
+        (down(torch.relu(up()), False), "yours leaves out b_down, the second map's bias: "
+                                        "hidden @ w_down.T + b_down"),
+        (down(torch.relu(x @ w_up.T) + b_up), "yours adds b_up after the ReLU: it belongs to the first "
+                                              "map, inside the ReLU"),
+    ])
+    bias.__name__ = "_ffn_bias"
+    relu = _first_slip([
+        (torch.relu(down(up())), "yours puts the ReLU after the second map: it goes between the two"),
+        (torch.relu(down(torch.relu(up()))), "yours has a second ReLU after the second map: only one, "
+                                             "between the two"),
+        (down(up()), "yours has no ReLU: without it the two maps are one linear map"),
+    ])
+    relu.__name__ = "_relu_placement"
+    return (bias, relu)
 
 
 def _rope_case(B, H, T, hd, seed):
@@ -142,7 +240,6 @@ def _ablated_logits(model):
 
 
 def _ablate_reference(model, layer, head):
-    from ..core.heads import ablate_heads
     return ablate_heads(model, [(layer, head)])
 
 
@@ -166,7 +263,6 @@ def _widen_cases():
 
 
 def _widen_reference(W, k):
-    from ..core.origami import widen_weight
     return widen_weight(W, k)
 
 
@@ -176,24 +272,49 @@ EXERCISES = {e.name: e for e in [
              "row b of the table is the vector of byte b; index the table with the whole ids tensor",
              options={"hints_by_diagnosis": {
                  "raised": "indexing table[ids] needs integer ids; one-hot vectors must have the "
-                           "table's dtype: F.one_hot(ids, 256).to(table.dtype) @ table"}}),
+                           "table's dtype: F.one_hot(ids, 256).to(table.dtype) @ table",
+                 "dtype_changed": "keep the table's dtype: table[ids] does; a one-hot product needs "
+                                  "F.one_hot(ids, 256).to(table.dtype), not .double() or .float()"}},
+             library={F.embedding: "F.embedding", torch.embedding: "torch.embedding",
+                      nn.Embedding.forward: "nn.Embedding"},
+             own_work="indexing the table with the ids (table[ids]) or a one-hot product "
+                      "(F.one_hot(ids, 256).to(table.dtype) @ table) is fine: F.embedding and "
+                      "nn.Embedding are the lookup itself"),
     Exercise("count_parameters", "01", "where the 2,648 numbers of the tiny model are", 2, 10,
              lambda config: count_parameters(Transformer(config)), _count_cases,
              "go piece by piece and multiply what one layer holds by n_layers: every nn.Linear has a "
              "weight (out × in) and a bias (out); every LayerNorm a γ and a β; the embedding and the "
              "output head are separate tables",
-             options={"explain_difference": _count_differences}),
+             options={"explain_difference": _count_differences},
+             library={Transformer.__init__: "minitf.Transformer(config) (it builds the model)",
+                      count_parameters: "minitf.count_parameters",
+                      parameter_table: "minitf.parameter_table",
+                      format_parameter_table: "minitf.format_parameter_table",
+                      nn.Module.__init__: "a torch.nn module (it builds part of a model)",
+                      nn.Module.parameters: ".parameters()",
+                      nn.Module.named_parameters: ".named_parameters()",
+                      nn.Module.state_dict: ".state_dict()"},
+             own_work="arithmetic on config.vocab_size, d_model, n_layers and d_ff is fine, and all "
+                      "you need: building the model (or any nn layer) and counting its .parameters() "
+                      "is how the check gets the answer you are asked to work out"),
     Exercise("apply_rope", "02", "RoPE rotates neighbouring pairs (x_2i, x_2i+1) by position × θ_i",
              2, 15, apply_rope,
              lambda: [_rope_case(1, 1, 5, 2, 0), _rope_case(2, 2, 6, 4, 1), _rope_case(1, 3, 4, 8, 2)],
              "pair i is (x[..., 2i], x[..., 2i+1]), not the two halves of the vector; a·cos − b·sin "
              "goes to the even slot, a·sin + b·cos to the odd one",
-             options={"hints_by_diagnosis": {
+             options={"diagnoses": _rope_slips, "hints_by_diagnosis": {
                  "permutation": "the rotated numbers are right but sit in the wrong slots: pair i is "
                                 "the neighbours (2i, 2i+1), so write a·cos − b·sin back to x[..., 0::2] "
                                 "and a·sin + b·cos to x[..., 1::2] (torch.stack(..., -1).flatten(-2) "
                                 "interleaves them; torch.cat puts all of one kind first)",
-                 "factor": "a rotation keeps the length: only cos and sin multiply, nothing else"}}),
+                 "_turned_backwards": "the minus sign goes with b·sin in the even slot: "
+                                      "(a·cos − b·sin, a·sin + b·cos) turns the pair by +angle",
+                 "_cos_sin_swapped": "a·cos − b·sin to the even slot, a·sin + b·cos to the odd one: "
+                                     "cos multiplies the member that stays in its own slot",
+                 "factor": "a rotation keeps the length: only cos and sin multiply, nothing else"}},
+             library={apply_rope: "minitf.apply_rope"},
+             own_work="*, − and + on strided slices (x[..., 0::2]), torch.stack, torch.empty_like "
+                      "and complex numbers are fine: minitf.apply_rope is the rotation itself"),
     Exercise("causal_mask", "03", "the causal mask: position i may look at j ≤ i only", 1, 5,
              causal_mask, lambda: [(4,), (1,), (2,), (8,)],
              "True marks what is hidden: key j is hidden from query i when j > i; the diagonal "
@@ -202,7 +323,13 @@ EXERCISES = {e.name: e for e in [
                  "mask_inverted": "True means 'may NOT look': mark the future (j > i), not the past",
                  "mask_diagonal": "compare with >, not >=: position i may look at itself",
                  "transpose": "rows are queries i, columns are keys j: hide j > i (above the diagonal)",
-                 "dtype": "build it from a comparison (j > i gives bools) or pass dtype=torch.bool"}}),
+                 "dtype": "build it from a comparison (j > i gives bools) or pass dtype=torch.bool"}},
+             library={causal_mask: "minitf.causal_mask",
+                      nn.Transformer.generate_square_subsequent_mask:
+                          "nn.Transformer.generate_square_subsequent_mask"},
+             own_work="torch.arange and a comparison, or torch.triu / torch.tril with the right "
+                      "diagonal, are fine (choosing what to hide is the exercise): minitf.causal_mask "
+                      "is the mask itself"),
     Exercise("attention", "03", "scaled dot-product attention, with the mask, returning its weights",
              3, 20, attention, _attention_cases,
              "scores = q·kᵀ/√head_dim, the entries the mask marks True set to −inf before a softmax "
@@ -218,23 +345,53 @@ EXERCISES = {e.name: e for e in [
                  "future_leak": "use the mask: scores.masked_fill(mask, float('-inf'))",
                  "results_swapped": "return (output, weights), in this order",
                  "not_finite": "a row whose every entry is hidden gives NaN (softmax of all −inf): use "
-                               "the mask you are given; position i always sees itself"}}),
+                               "the mask you are given; position i always sees itself"}},
+             library={attention: "minitf.attention",
+                      F.scaled_dot_product_attention: "F.scaled_dot_product_attention",
+                      F.multi_head_attention_forward: "F.multi_head_attention_forward",
+                      nn.MultiheadAttention.forward: "nn.MultiheadAttention",
+                      MultiHeadAttention.attend: "minitf.MultiHeadAttention.attend"},
+             own_work="@, .transpose, masked_fill and a softmax (torch.softmax, F.softmax, "
+                      ".softmax) are fine (putting them together is the exercise): minitf.attention "
+                      "and F.scaled_dot_product_attention are attention itself"),
     Exercise("layer_norm", "04", "LayerNorm: centre, scale to unit variance, then γ and β", 2, 10,
              lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps), lambda: _norm_cases(True),
              "mean and variance over the last dimension with keepdim=True; the variance is biased "
              "(divide by C, like unbiased=False); eps goes inside the square root",
-             options={"hints_by_diagnosis": {
+             options={"diagnoses": _norm_slips, "hints_by_diagnosis": {
                  "raised": "x.mean(-1) drops the last dimension; keepdim=True keeps it, so (x − mean) "
-                           "lines up position by position"}}),
+                           "lines up position by position",
+                 "_gamma_beta": "γ and β come last, in this order: (x − mean) / sqrt(var + eps) "
+                                "* weight + bias"}},
+             library={F.layer_norm: "F.layer_norm", torch.layer_norm: "torch.layer_norm",
+                      torch.native_layer_norm: "torch.native_layer_norm",
+                      nn.LayerNorm.forward: "nn.LayerNorm", LayerNorm.forward: "minitf.LayerNorm",
+                      LayerNorm.formula: "minitf.LayerNorm.formula"},
+             own_work="x.mean, x.var(unbiased=False), torch.sqrt and torch.rsqrt are fine (the "
+                      "formula is the exercise): F.layer_norm and nn.LayerNorm are LayerNorm itself"),
     Exercise("rms_norm", "04", "RMSNorm: LayerNorm without the centring and without β", 1, 5,
              lambda x, w, eps: F.rms_norm(x, w.shape, w, eps), lambda: _norm_cases(False),
              "divide by sqrt(mean(x²) + eps) over the last dimension (keepdim=True); no mean is "
-             "subtracted"),
+             "subtracted",
+             options={"diagnoses": _rms_slips, "hints_by_diagnosis": {
+                 "_gamma_beta": "RMSNorm ends with × weight (γ): x / sqrt(mean(x²) + eps) * weight"}},
+             library={F.rms_norm: "F.rms_norm", torch.rms_norm: "torch.rms_norm",
+                      nn.RMSNorm.forward: "nn.RMSNorm", RMSNorm.forward: "minitf.RMSNorm"},
+             own_work="x ** 2, .mean, torch.sqrt and torch.rsqrt are fine (the formula is the "
+                      "exercise): F.rms_norm and nn.RMSNorm are RMSNorm itself"),
     Exercise("feed_forward", "04", "the FFN: two linear maps with a ReLU between, per position",
              1, 5, lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd),
              _ffn_cases,
              "nn.Linear stores its weight as (out, in): x @ W.T + b; ReLU between the two layers, "
-             "not after the second"),
+             "not after the second",
+             options={"diagnoses": _ffn_slips, "hints_by_diagnosis": {
+                 "_ffn_bias": "each map has its own bias: x @ w_up.T + b_up before the ReLU, "
+                              "hidden @ w_down.T + b_down after it",
+                 "_relu_placement": "one ReLU, between the two maps: relu(x @ w_up.T + b_up), then "
+                                    "the second map"}},
+             library={FeedForward.forward: "minitf.FeedForward"},
+             own_work="F.linear (or x @ W.T + b) and torch.relu are fine (the FFN's shape, two maps "
+                      "with a ReLU between, is the exercise): minitf.FeedForward is the FFN itself"),
     Exercise("make_batch", "05", "one sequence per pair, padded, with targets on the output only",
              3, 20, make_batch, _batch_cases,
              "ids = input TAB output (all but the last byte), padded with PAD = 0; targets[t] = "
@@ -242,13 +399,18 @@ EXERCISES = {e.name: e for e in [
              "IGNORE = −100 everywhere else", result_names=("ids", "targets"),
              options={"hints_by_diagnosis": {
                  "padding": "ids are padded with PAD = 0; IGNORE = −100 only goes into targets",
-                 "results_swapped": "return (ids, targets), in this order"}}),
+                 "results_swapped": "return (ids, targets), in this order"}},
+             library={make_batch: "minitf.make_batch"},
+             own_work="minitf.sequence(pair), torch.full and torch.tensor are fine (the padding and "
+                      "the output-only targets are the exercise): minitf.make_batch is the batch itself"),
     Exercise("ablate_head", "06", "switch one head off to measure what it does", 2, 10,
              _ablate_reference, _ablate_cases,
              "the check compares the logits of your model and minitf's on 'Hello⇥Ifmmp'. A head's "
              "output reaches the model only through W_O, whose weight is (out, in): zero the head_dim "
              "COLUMNS (second index) that read the head, in a copy of the model",
-             outcome=_ablated_logits),
+             outcome=_ablated_logits, library={ablate_heads: "minitf.ablate_heads"},
+             own_work="copy.deepcopy and writing zeros into the weight under torch.no_grad() are fine: "
+                      "minitf.ablate_heads is the ablation itself"),
     Exercise("position_ids", "11", "position coupling: output byte j gets input byte j's position id",
              2, 15, lambda ids: position_ids(ids, "coupled"), _position_ids_cases,
              "for each row: before the first TAB, token t gets t + 1; from the first TAB on, t minus "
@@ -256,25 +418,39 @@ EXERCISES = {e.name: e for e in [
              "TAB is t + 1 throughout. Later TABs do not restart the count",
              options={"hints_by_diagnosis": {
                  "offset": "every id is off by the same amount: input byte j gets j + 1 and the TAB 0",
-                 "dtype": "ids are whole numbers: build them from torch.arange (a long tensor)"}}),
+                 "dtype": "ids are whole numbers: build them from torch.arange (a long tensor)"}},
+             library={position_ids: "minitf.rope.position_ids"},
+             own_work="torch.arange, comparisons, cumsum, argmax and torch.where are fine: "
+                      "minitf.rope.position_ids is the numbering itself"),
     Exercise("widen_weight", "07", "Origami: a weight that computes the same thing on copied inputs",
              2, 10, _widen_reference, _widen_cases,
              "W' is a k×k grid of blocks; with the input copied k times, each output row sums k "
              "blocks, so every block must be W / k",
              options={"factors": lambda W, k: {"k": k, "k²": k * k, "1/k": 1 / k},
-                      "diagnoses": (_zeros_where_copies_should_be,)}),
+                      "diagnoses": (_zeros_where_copies_should_be,)},
+             library={widen_weight: "minitf.origami.widen_weight"},
+             own_work="torch.cat, .repeat and torch.kron are fine: minitf.origami.widen_weight is "
+                      "the answer itself"),
 ]}
 
 
-def run_check(name: str, fn: Callable) -> str:
-    """Check `fn` as exercise `name`; raises ExerciseError saying what is wrong."""
+def run_check(name: str, fn: Callable, *, own_work: bool = True) -> str:
+    """Check `fn` as exercise `name`; raises ExerciseError saying what is wrong.
+
+    own_work=False skips the refusal of library calls (`Exercise.library`): for a caller that only
+    asks whether `fn` computes the right thing (minitf.parts.check), not whether it is the learner's.
+    """
     ex = EXERCISES[name]
     learner, reference = fn, ex.reference
     if ex.outcome is not None:  # compare what the results do (e.g. a model's logits), not the objects
         learner = functools.wraps(fn)(lambda *a: ex.outcome(fn(*a)))
         reference = functools.wraps(ex.reference)(lambda *a: ex.outcome(ex.reference(*a)))
+    options = dict(ex.options)
+    if own_work and ex.library:
+        hints = dict(options.get("hints_by_diagnosis") or {}, library_call=ex.own_work)
+        options.update(library=ex.library, hints_by_diagnosis=hints)
     return check_function(learner, reference, ex.cases(), name=getattr(fn, "__name__", None),
-                          hint=ex.hint, result_names=ex.result_names, **ex.options)
+                          hint=ex.hint, result_names=ex.result_names, **options)
 
 
 def passes(name: str, fn: Callable) -> bool:

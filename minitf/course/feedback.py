@@ -7,6 +7,12 @@ common mistake, that mistake in words (a transpose, right values in wrong slots,
 rows of weights not summing to 1, a mask that hides the diagonal, …). Each recognised mistake has a
 key (see `DIAGNOSES`), so an exercise can attach a hint to it: a static hint is often about another
 mistake than the one the learner made.
+
+Every case runs in float64 and again in float32 (a model trains in float32): a result must keep its
+inputs' dtype and device, not only their values. And a function may be refused for what it calls:
+an exercise names the library functions it asks the learner to re-create (`library`), and a
+function that reaches one of them, under any name, is not accepted as the learner's own work
+(see `_LibraryWatch`).
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import itertools
 import linecache
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -32,6 +39,10 @@ DIAGNOSES = {
     "type": "a result of the wrong kind (None, a number for a tensor, too few results)",
     "shape": "a tensor of the wrong shape",
     "dtype": "a tensor of the wrong dtype",
+    "dtype_changed": "a float result in another dtype than its float inputs (float64 out of float32 in), "
+                     "or a function that works in float64 and raises in float32",
+    "device": "a tensor on another device than the expected one",
+    "library_call": "a call to the library function the exercise asks to re-create",
     "dimension_order": "the right numbers with the dimensions in another order",
     "transpose": "the right numbers with the last two dimensions swapped",
     "permutation": "the right values in the wrong slots",
@@ -193,6 +204,8 @@ class _Context:
     factors: dict
     explain_difference: dict
     diagnoses: tuple
+    who: str = "yours"  # the learner's function in a sentence: "your embed"
+    inputs: tuple = ()  # (name, dtype) of the case's float arguments: what a result's dtype follows
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, ctx: _Context, loose: float = 10.0) -> bool:
@@ -461,10 +474,40 @@ def _diagnose(got, exp, ctx) -> tuple[str, str] | None:
     return None
 
 
+def _dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _inputs_phrase(inputs) -> tuple[str, str]:
+    """("a float32 table", "the table's") or ("float32 q, k and v", "their") for the dtype advice."""
+    names = [name for name, _ in inputs]
+    dtype = _dtype_name(inputs[0][1])
+    if len(names) == 1:  # "the table's", but "x's"
+        return f"a {dtype} {names[0]}", f"{'the ' if len(names[0]) > 1 else ''}{names[0]}'s"
+    listed = ", ".join(names[:-1]) + " and " + names[-1]
+    return f"{dtype} {listed}", "their"
+
+
+def _dtype_changed(got, exp, ctx) -> str | None:
+    """'your embed returns float64 for a float32 table: keep the table's dtype', when the expected
+    result has the dtype of all the float inputs and yours another float dtype."""
+    dtypes = {d for _, d in ctx.inputs}
+    if not (got.is_floating_point() and exp.is_floating_point() and dtypes == {exp.dtype}):
+        return None
+    given, keep = _inputs_phrase(ctx.inputs)
+    return (f"{ctx.who} returns {_dtype_name(got.dtype)} for {given}: keep {keep} dtype (a .double(), "
+            f".float() or dtype=torch.{_dtype_name(got.dtype)} inside fixes it to "
+            f"{_dtype_name(got.dtype)})")
+
+
 def _tensor_finding(got, exp, ctx) -> _Finding | None:
     if not isinstance(got, torch.Tensor):
         return _Finding(f"expected {_describe(exp)}, got {_describe(got)}"
                         + (": is a `return` missing?" if got is None else ""), "type")
+    if got.device != exp.device:  # before anything compares values: tensors on two devices cannot
+        return _Finding(f"device {got.device}, expected {exp.device}", "device",
+                        f"{ctx.who} returns a tensor on {got.device}; keep the inputs' device: a new "
+                        f"tensor takes device=x.device (or torch.zeros_like, torch.empty_like)")
     if got.shape != exp.shape:
         finding = _Finding(f"shape {tuple(got.shape)}, expected {tuple(exp.shape)}", "shape")
         found = _dimension_order(got, exp, ctx)
@@ -478,7 +521,10 @@ def _tensor_finding(got, exp, ctx) -> _Finding | None:
         return finding
     if got.dtype != exp.dtype:
         finding = _Finding(f"dtype {got.dtype}, expected {exp.dtype}", "dtype")
-        if _close(got.to(exp.dtype), exp, ctx, loose=1.0):
+        changed = _dtype_changed(got, exp, ctx)
+        if changed:
+            finding.diagnosis, finding.explanation = "dtype_changed", changed
+        elif _close(got.to(exp.dtype), exp, ctx, loose=1.0):
             finding.explanation = f"the values are right: make the result {exp.dtype}"
         return finding
     if exp.dtype == torch.bool or not (exp.is_floating_point() or exp.is_complex()):
@@ -631,19 +677,23 @@ def _same(a, b) -> bool:
     return not _differs(a, b)
 
 
-def _changed(fns, before, after) -> str:
-    """Which arguments the learner's function changed in place: "its argument `x`", or ""."""
-    (args0, kwargs0), (args1, kwargs1) = before, after
-    names = [f"argument {i + 1}" for i in range(len(args1))]
+def _positional_names(fns, n: int) -> list[str]:
+    """The names of n positional arguments, from the first function that names them all."""
     for fn in fns:
         try:
             params = [p.name for p in inspect.signature(fn).parameters.values()
                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         except (TypeError, ValueError):
             continue
-        if len(params) >= len(args1):
-            names = params
-            break
+        if len(params) >= n:
+            return params
+    return [f"argument {i + 1}" for i in range(n)]
+
+
+def _changed(fns, before, after) -> str:
+    """Which arguments the learner's function changed in place: "its argument `x`", or ""."""
+    (args0, kwargs0), (args1, kwargs1) = before, after
+    names = _positional_names(fns, len(args1))
     changed = [names[i] for i, (a, b) in enumerate(zip(args0, args1)) if not _same(a, b)]
     changed += [k for k in kwargs1 if not _same(kwargs0[k], kwargs1[k])]
     if not changed:
@@ -651,17 +701,130 @@ def _changed(fns, before, after) -> str:
     return f"its argument{'s' if len(changed) > 1 else ''} " + ", ".join(f"`{c}`" for c in changed)
 
 
+_LIBRARY_DIRS = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(torch.__file__))  # minitf/, torch/
+
+
 def _raised_at(error: BaseException) -> str:
     """The learner's line that raised: the last one outside minitf and torch (Jupyter keeps the
     cells' sources in linecache, so this is the line as they wrote it)."""
-    library = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(torch.__file__))  # minitf/
     tb, line = error.__traceback__, ""
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if not filename.startswith(library):
+        if not filename.startswith(_LIBRARY_DIRS):
             line = linecache.getline(filename, tb.tb_lineno).strip() or line
         tb = tb.tb_next
     return f"\n  in the line: {line}" if line else ""
+
+
+class _LibraryWatch:
+    """Which of the `library` functions a learner's function reaches while it runs.
+
+    The exercise's point is to re-create a function the library has (F.embedding, F.layer_norm,
+    minitf.attention, minitf.make_batch, …); a function that calls it passes the check without
+    being the learner's work. Looking for the call in the function's source or its `co_names`
+    would miss the many ways to reach it: an alias (`from torch.nn.functional import layer_norm
+    as ln`), a module that calls it (`nn.LayerNorm(C)(x)` runs F.layer_norm), a helper written in
+    another cell, a lambda. Patching the library to raise would miss a name bound before the patch
+    (`from minitf import attention`) and would change global state under the learner's feet.
+
+    So the function is run under a profiler hook (`sys.setprofile`, restored afterwards) that
+    sees every call that happens, whatever name reached it: a Python function by its code object
+    (the 'call' event), a built-in one (torch.layer_norm, F.scaled_dot_product_attention, F.linear)
+    by identity (the 'c_call' event). The first library call seen is reported, with the learner's
+    line that led to it. Only the learner's call is watched, never the reference's.
+    """
+
+    def __init__(self, library: dict):
+        self.codes = {f.__code__: name for f, name in library.items() if hasattr(f, "__code__")}
+        self.builtins = {id(f): (f, name) for f, name in library.items() if not hasattr(f, "__code__")}
+        self.found: tuple[str, str] | None = None  # (the library function's name, the learner's line)
+        self.previous = None
+
+    def _profile(self, frame, event, arg):
+        if self.found is not None:
+            return
+        if event == "call":
+            name, caller = self.codes.get(frame.f_code), frame.f_back
+        elif event == "c_call":
+            entry = self.builtins.get(id(arg))
+            name, caller = (entry[1] if entry and entry[0] is arg else None), frame
+        else:
+            return
+        if name is not None:
+            self.found = (name, self._learner_line(caller))
+
+    @staticmethod
+    def _learner_line(frame) -> str:
+        """The innermost line outside minitf and torch on the way to the call: the learner's."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not filename.startswith(_LIBRARY_DIRS):
+                return linecache.getline(filename, frame.f_lineno).strip()
+            frame = frame.f_back
+        return ""
+
+    def __enter__(self):
+        self.previous = sys.getprofile()
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(self.previous)
+        return False
+
+
+def _refused(name: str, found: tuple[str, str], hint: str, hints_by_diagnosis: dict | None) -> ExerciseError:
+    called, line = found
+    return ExerciseError(
+        f"{name} uses {called}, which this exercise asks you to do without: the check compares your "
+        f"answer with that very code, so calling it would pass without teaching you anything. Not "
+        f"accepted; the hint says what is fine to use" + (f"\n  in the line: {line}" if line else "")
+        + _hint(("library_call",), hint, hints_by_diagnosis), ("library_call",))
+
+
+def _float_inputs(fns, args: tuple, kwargs: dict) -> tuple:
+    """(name, dtype) of each floating tensor (or module with float weights) among the arguments."""
+    found = []
+    for pname, value in [*zip(_positional_names(fns, len(args)), args), *kwargs.items()]:
+        dtype = _float_dtype(value)
+        if dtype is not None:
+            found.append((pname, dtype))
+    return tuple(found)
+
+
+def _float_dtype(x):
+    if isinstance(x, torch.Tensor):
+        return x.dtype if x.is_floating_point() else None
+    if isinstance(x, torch.nn.Module):
+        return next((p.dtype for p in x.parameters() if p.is_floating_point()), None)
+    return None
+
+
+def _has_float(x, other_than) -> bool:
+    """Does x hold a floating tensor (or module weight) of another dtype than `other_than`?"""
+    if isinstance(x, torch.Tensor):
+        return x.is_floating_point() and x.dtype != other_than
+    if isinstance(x, torch.nn.Module):
+        return any(t.is_floating_point() and t.dtype != other_than
+                   for t in itertools.chain(x.parameters(), x.buffers()))
+    if type(x) in (list, tuple):
+        return any(_has_float(v, other_than) for v in x)
+    if type(x) is dict:
+        return any(_has_float(v, other_than) for v in x.values())
+    return False
+
+
+def _in_dtype(x, dtype):
+    """x with every floating tensor (and module) in `dtype`; integers, bools and the rest as they are."""
+    if isinstance(x, torch.Tensor):
+        return x.to(dtype) if x.is_floating_point() else x
+    if isinstance(x, torch.nn.Module):
+        return copy.deepcopy(x).to(dtype)
+    if type(x) in (list, tuple):
+        return type(x)(_in_dtype(v, dtype) for v in x)
+    if type(x) is dict:
+        return {k: _in_dtype(v, dtype) for k, v in x.items()}
+    return x
 
 
 def _per_case(option, args: tuple, kwargs: dict) -> dict:
@@ -678,7 +841,9 @@ def check_function(learner_fn, reference_fn, cases, name: str | None = None, hin
                    factors: dict | Callable | None = None,
                    explain_difference: dict | Callable | None = None,
                    hints_by_diagnosis: dict | None = None,
-                   diagnoses: tuple[Callable, ...] = ()) -> str:
+                   diagnoses: tuple[Callable, ...] | Callable = (),
+                   dtypes: tuple = (torch.float64, torch.float32),
+                   library: dict | None = None) -> str:
     """Call both functions on every case and compare the results; the first failing case raises.
 
     cases: each a tuple of arguments, a single argument, or a dict of keyword arguments.
@@ -691,32 +856,66 @@ def check_function(learner_fn, reference_fn, cases, name: str | None = None, hin
     hints_by_diagnosis: a hint per recognised mistake (keys in DIAGNOSES, e.g. "transpose"); it
         replaces `hint` when that mistake is recognised, so the hint is about the learner's mistake.
     diagnoses: the exercise's own recognisers, functions (got, expected) -> str or None; the
-        function's name is the diagnosis key.
+        function's name is the diagnosis key. May instead be a function of the case's arguments
+        returning such recognisers, when recognising the mistake needs the inputs (LayerNorm's γ).
+    dtypes: every case runs as given, then again with its floating tensors (and modules) in each
+        of these dtypes it is not already in (a float64 case once more in float32), after all the
+        cases as given; a result must then have the reference's dtype and device too.
+    library: {function: its name in a message} of the library functions the exercise asks to
+        re-create; a learner's function that calls one (see `_LibraryWatch`) is refused.
 
     The reference runs on a copy of the arguments; the learner's function gets the originals and
     must not change them. Returns a short success message.
     """
     name = name or getattr(learner_fn, "__name__", "your function")
+    own = name.removeprefix("my_")
+    who = f"your {own}" if own.isidentifier() else "your function"
     cases = list(cases)
-    for i, case in enumerate(cases):
-        args, kwargs = ((), case) if isinstance(case, dict) else \
-            (case, {}) if isinstance(case, tuple) else ((case,), {})
+    runs = [(i, case, None) for i, case in enumerate(cases)]
+    for dtype in dtypes:  # the same cases in another float dtype, where that changes them
+        runs += [(i, _in_dtype(case, dtype), dtype) for i, case in enumerate(cases)
+                 if _has_float(case, dtype)]
+    unpack = lambda case: ((), case) if isinstance(case, dict) else \
+        (case, {}) if isinstance(case, tuple) else ((case,), {})
+    for i, case, dtype in runs:
+        args, kwargs = unpack(case)
         label = f", {case_names[i]}" if case_names else ""
+        label += f", in {_dtype_name(dtype)}" if dtype is not None else ""
         shown = _arguments((learner_fn, reference_fn), args, kwargs)
         header = f"{name} on case {i}{label}" + (f" ({shown})" if shown else "")
+        inputs = _float_inputs((learner_fn, reference_fn), args, kwargs)
         pristine = copy.deepcopy((args, kwargs))
         expected = reference_fn(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+        watch = _LibraryWatch(library or {})
         try:
-            got = learner_fn(*args, **kwargs)
+            with watch:
+                got = learner_fn(*args, **kwargs)
         except NotImplementedError:
             raise ExerciseError(f"{name} is not written yet: replace the `raise NotImplementedError`",
                                 ("not_written",)) from None
         except Exception as e:
-            error = ExerciseError(f"{header} raised {type(e).__name__}: {e}{_raised_at(e)}"
-                                  + _hint(("raised",), hint, hints_by_diagnosis), ("raised",))
+            if watch.found:
+                raise _refused(name, watch.found, hint, hints_by_diagnosis) from None
+            keys = ("raised",)
+            advice = ""
+            if dtype is not None and inputs:  # it passed this case as given: the dtype is what differs
+                before = {_dtype_name(d) for _, d in _float_inputs((learner_fn, reference_fn),
+                                                                   *unpack(cases[i]))}
+                _, keep = _inputs_phrase(inputs)
+                keys = ("dtype_changed", "raised")
+                advice = (f"\n  {who[:1].upper() + who[1:]} passes this case in {'/'.join(sorted(before))} "
+                          f"and raises in {_dtype_name(dtype)}: something in it is fixed to one dtype "
+                          f"(a .double(), .float() or dtype=… inside); keep {keep} dtype")
+            error = ExerciseError(f"{header} raised {type(e).__name__}: {e}{_raised_at(e)}{advice}"
+                                  + _hint(keys, hint, hints_by_diagnosis), keys)
             raise error from e
-        ctx = _Context("your result", atol, rtol, _per_case(factors, args, kwargs),
-                       _per_case(explain_difference, args, kwargs), tuple(diagnoses))
+        if watch.found:
+            raise _refused(name, watch.found, hint, hints_by_diagnosis)
+        loose = 1.0 if dtype is None or dtype == torch.float64 else 10.0  # float32 keeps 24 bits
+        ctx = _Context("your result", atol * loose, rtol * loose, _per_case(factors, args, kwargs),
+                       _per_case(explain_difference, args, kwargs),
+                       tuple(diagnoses(*pristine[0], **pristine[1]) if callable(diagnoses) else diagnoses),
+                       who, inputs)
         findings = _findings(got, expected, ctx, result_names)
         changed = _changed((learner_fn, reference_fn), pristine, (args, kwargs))
         if changed:

@@ -12,6 +12,7 @@ through this module: it costs nothing when unused.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
@@ -128,27 +129,59 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
 
 @dataclass
 class PartsCheck:
-    """The outcome of `check`: the largest logit difference, and the pieces that cause one."""
+    """The outcome of `check`: the largest logit difference, and the pieces that cause one.
+
+    max_diff is the float64 model's (inf when it gave no logits: `problem` says why); float32 is
+    the float32 model's largest difference, or what went wrong there (a piece that changes the
+    dtype raises or gives float64 logits only in float32, the dtype a model trains in).
+    """
     max_diff: float
     broken: dict  # piece → the logit difference it causes on its own (or the error it raised)
     tolerance: float
+    float32: float | str = 0.0
+    tolerance32: float = 1e-4
+    problem: str = ""
+
+    @property
+    def float32_ok(self) -> bool:
+        return not isinstance(self.float32, str) and self.float32 <= self.tolerance32
 
     @property
     def ok(self) -> bool:
-        return not self.broken and self.max_diff <= self.tolerance
+        return not self.broken and self.max_diff <= self.tolerance and self.float32_ok
 
     def __repr__(self):  # a notebook cell ending in check(...) shows the sentence, not the fields
         return str(self)
 
     def __str__(self):
+        agree = f"every one within {self.tolerance:.0e}"
         if self.ok:
-            return f"✓ your model computes minitf's logits (every one within {self.tolerance:.0e})"
-        lines = [f"✗ your model's logits differ from minitf's (largest difference {self.max_diff:.3g})"]
+            return f"✓ your model computes minitf's logits ({agree})"
+        if self.problem:
+            headline = f"✗ your model does not compute minitf's logits: {self.problem}"
+        elif self.max_diff > self.tolerance:
+            headline = f"✗ your model's logits differ from minitf's (largest difference {self.max_diff:.3g})"
+        elif not self.float32_ok:
+            how = (f"it {_clause(self.float32)}" if isinstance(self.float32, str)
+                   else f"largest difference {self.float32:.3g}")
+            headline = (f"✗ your model computes minitf's logits in float64 ({agree}), but not in "
+                        f"float32, the dtype it trains in ({how})")
+        elif list(self.broken) == ["make_batch"]:  # the logits agree: only the batches are wrong
+            headline = (f"✗ your model computes minitf's logits ({agree}), but your make_batch builds "
+                        f"other batches than minitf's: the model would train on the wrong targets")
+        else:
+            headline = f"✗ your model computes minitf's logits ({agree}), but a piece is broken"
+        lines = [headline]
         for piece, why in self.broken.items():
             nb = PIECES[piece][1]
             lines.append(f"  broken piece: {piece} — {why}; re-run its check in notebook {nb}: "
                          f"minitf.exercise({piece!r}, your_function)")
         return "\n".join(lines)
+
+
+def _clause(problem: str) -> str:
+    """'raises RuntimeError' from 'raises RuntimeError: …'; other problems as they are."""
+    return problem.split(":", 1)[0] if problem.startswith("raises ") else problem
 
 
 def _logits(model, ids) -> torch.Tensor:
@@ -157,46 +190,71 @@ def _logits(model, ids) -> torch.Tensor:
 
 
 def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
-          tolerance: float = 1e-9) -> PartsCheck:
-    """Compare the model built from `parts` with minitf's, in float64, on the same weights.
+          tolerance: float = 1e-9, tolerance32: float = 1e-4) -> PartsCheck:
+    """Compare the model built from `parts` with minitf's, on the same weights, in float64 (to
+    `tolerance`) and in float32 (to `tolerance32`), the dtype a model trains in: a piece that
+    changes the dtype (float64 out of float32 in) only shows there.
 
     When they differ, each of your pieces is put alone into minitf's model: a piece whose model
-    differs is named as broken, with the difference it causes (or the error it raises).
+    differs is named as broken, with the difference it causes (or the error it raises). A
+    make_batch is checked by its exercise (the logits do not depend on it).
     """
     config = config or Config()
     torch.manual_seed(seed)
-    reference = Transformer(config).double()
+    references = {torch.float32: Transformer(config)}
+    references[torch.float64] = copy.deepcopy(references[torch.float32]).double()
+    limits = {torch.float64: tolerance, torch.float32: tolerance32}
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(32, 127, (2, 9), generator=g)  # two rows of printable bytes, (B, T)
     if config.position_ids == "coupled":
         ids[0, 4] = TAB  # one row a pair, input TAB output, so that the coupled ids restart
-    expected = _logits(reference, ids)
+    expected = {dtype: _logits(model, ids) for dtype, model in references.items()}
 
-    def difference(model_parts: Parts) -> float | str:
-        model = assemble(config, model_parts).double()
-        model.load_state_dict(reference.state_dict())
+    def difference(model_parts: Parts, dtype) -> float | str:
+        model = assemble(config, model_parts).to(dtype)
+        model.load_state_dict(references[dtype].state_dict())
         try:
             got = _logits(model, ids)
         except Exception as e:  # a learner's piece may raise anything: report it, don't crash
             return f"raises {type(e).__name__}: {e}"
-        if got.shape != expected.shape:
-            return f"the model's output has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+        if got.shape != expected[dtype].shape:
+            return f"the model's output has shape {tuple(got.shape)}, expected {tuple(expected[dtype].shape)}"
+        if got.dtype != dtype:
+            return f"the model's logits are {str(got.dtype).removeprefix('torch.')}, not {str(dtype).removeprefix('torch.')}"
         if got.isnan().any():
             return "the model's logits are NaN (a softmax over a row whose every entry is masked?)"
-        return float((got - expected).abs().max())
+        return float((got - expected[dtype]).abs().max())
+
+    def bad(diff, dtype) -> bool:
+        return isinstance(diff, str) or diff > limits[dtype]
 
     forward_parts = Parts(**{name: getattr(parts, name) for name in parts.given() if name != "make_batch"})
-    total = difference(forward_parts)
-    max_diff = total if isinstance(total, float) else float("inf")
+    total = difference(forward_parts, torch.float64)
+    total32 = difference(forward_parts, torch.float32)
     broken = {}
-    if isinstance(total, str) or total > tolerance:
+    if bad(total, torch.float64) or bad(total32, torch.float32):
         for name in forward_parts.given():
-            alone = difference(Parts(**{name: getattr(parts, name)}))
-            if isinstance(alone, str) or alone > tolerance:
-                broken[name] = alone if isinstance(alone, str) else f"alone it changes the logits by {alone:.3g}"
+            alone = Parts(**{name: getattr(parts, name)})
+            diff = difference(alone, torch.float64)
+            if bad(diff, torch.float64):
+                broken[name] = diff if isinstance(diff, str) else f"alone it changes the logits by {diff:.3g}"
+                continue
+            diff = difference(alone, torch.float32)
+            if isinstance(diff, str):
+                if diff.startswith("raises "):  # "raises RuntimeError: why" → "it raises RuntimeError (why)"
+                    kind, _, why = diff.partition(": ")
+                    diff = f"it {kind} ({why.rstrip('.')})"
+                broken[name] = (f"right in float64, but in float32, the dtype the model trains in, {diff}: "
+                                f"it does not keep its inputs' dtype (a .double() or dtype=torch.float64 "
+                                f"inside?)")
+            elif diff > tolerance32:
+                broken[name] = f"right in float64, but in float32 alone it changes the logits by {diff:.3g}"
     if parts.make_batch:
         try:
-            run_check("make_batch", parts.make_batch)
+            run_check("make_batch", parts.make_batch, own_work=False)
         except ExerciseError as e:
             broken["make_batch"] = " ".join(line.strip() for line in str(e).splitlines()[:3])
-    return PartsCheck(max_diff, broken, tolerance)
+    return PartsCheck(total if isinstance(total, float) else float("inf"), broken, tolerance,
+                      total32, tolerance32,
+                      "" if isinstance(total, float) else f"it {_clause(total)}" if total.startswith("raises ")
+                      else total)
