@@ -65,7 +65,8 @@ def test_the_widget_builds_for_every_checkpoint(path):
                          "out.3.0") + (("q_rot.3.0", "k_rot.1.0") if c.positional == "rope" else ()):
                 assert f"L{l}.h{h}.{name}" in shown, name
         ffn = ("ffn_pre.3.0", "ffn_hidden.3.0", "ffn_out.3.0", "resid2.3.0")  # shift_smallest has none
-        for name in ("concat.3.0", "attn_out.3.0", "resid1.3.0", "norm1.mean.3") + (ffn if c.ffn else ()):
+        norm_stat = "norm1.mean.3" if c.norm == "layer" else "norm1.ms.3"  # RMSNorm: mean square
+        for name in ("concat.3.0", "attn_out.3.0", "resid1.3.0", norm_stat) + (ffn if c.ffn else ()):
             assert f"L{l}.{name}" in shown, name
     assert "ids.0" in shown and "embed.0.0" in shown and f"probs.3.{ex.trace.next_byte()}" in shown
     meta = ex.view["meta"]
