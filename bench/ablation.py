@@ -175,7 +175,7 @@ def main(argv=None) -> int:
     save(out, doc)
     ladder = Ablation.from_dict(doc)
     md = out.with_suffix(".md")
-    md.write_text(ladder.markdown() + "\n")
+    md.write_text(ladder.markdown(command="python bench/ablation.py") + "\n")
     print(f"wrote {out} and {md}")
     return 0
 

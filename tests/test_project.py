@@ -94,7 +94,7 @@ def test_make_lab_starts_for_root_too_and_takes_options(tmp_path):
 
 def minitf_public_names():
     names = set()
-    for py in (ROOT / "minitf").glob("*.py"):
+    for py in (ROOT / "minitf").rglob("*.py"):  # the wings too
         tree = ast.parse(py.read_text())
         names |= {n.name for n in tree.body
                   if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and not n.name.startswith("_")}
@@ -116,6 +116,8 @@ def test_notebooks_are_numbered_and_use_the_standard_kernel():
 def test_no_notebook_redefines_what_minitf_provides():
     """Notebooks import minitf's code; a learner's exercise (cells tagged `exercise`) may redo it."""
     provided = minitf_public_names()
+    # one name from each wing and a door: a glob that missed the sub-packages would check nothing
+    assert {"Transformer", "exercise", "Explorer", "load_ablation", "setup"} <= provided
     copies = []
     for nb in notebooks():
         for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
@@ -144,6 +146,8 @@ def test_setup_makes_torch_deterministic_without_importing_its_compiler():
 
 
 def test_the_project_never_reads_the_shared_folder():
-    for path in [*ROOT.glob("minitf/*.py"), *ROOT.glob("tests/**/*.py"), *notebooks(),
+    package = [*ROOT.glob("minitf/**/*.py"), *ROOT.glob("minitf/**/static/*")]
+    assert ROOT / "minitf" / "core" / "model.py" in package  # the wings are read, not only the doors
+    for path in [*package, *ROOT.glob("tests/**/*.py"), *notebooks(),
                  ROOT / "Makefile", ROOT / ".ci" / "run"]:
         assert "../" + "shared" not in path.read_text(), path

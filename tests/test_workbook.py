@@ -205,7 +205,7 @@ def test_each_exercise_has_hints_and_the_reference_solution_after_it(notebook, n
     after = "\n".join("".join(c["source"]) for c in cells[index + 1:index + 4] if c["cell_type"] == "markdown")
     assert after.count("<details>") >= 2 and "Hint" in after, f"{notebook}: {name} has no hints after it"
     assert workbook.solution_markdown(name) in after, \
-        f"{notebook}: the solution block of {name} differs from minitf/solutions.py " \
+        f"{notebook}: the solution block of {name} differs from minitf/course/solutions.py " \
         "(paste minitf.workbook.solution_markdown(name))"
 
 

@@ -135,11 +135,13 @@ class Ablation:
         return "\n".join([f"held-out exact match, mean (min–max) over random seeds {seeds}; loss in nats",
                           *self._lines(markdown=False), self.baseline_text()])
 
-    def markdown(self) -> str:
-        s = self.settings
+    def markdown(self, command: str | None = None) -> str:
+        """The stored report (ablation.md); `command`: what produced the result, named by its
+        writer (the installed package has no bench/ to name)."""
+        s, by = self.settings, f" by `{command}`" if command else ""
         return "\n".join([
             "# The ablation ladder: what each component buys", "",
-            f"Run {self.date} by `python bench/ablation.py`. Each variant changes one thing in the base "
+            f"Run {self.date}{by}. Each variant changes one thing in the base "
             f"and trains {s['steps']} steps (batch {s['batch_size']}, lr {s['lr']}, one thread) on "
             f"{s['train_pairs']:,} generated pairs of 1–{s['max_len']} printable bytes (repeats "
             f"{s['repeats']}); evaluated on {s['held_out_pairs']} fresh held-out pairs (repeats included). "

@@ -453,7 +453,7 @@ def shown_like_explorer(data_value: str) -> str:
 
 def use_explorer(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
     """Type an input, then hover a number: the tooltip must give that number's value
-    (DOM hooks documented in minitf/explorer.py)."""
+    (DOM hooks documented in minitf/views/explorer.py)."""
     root = widget.locator(".mtf-explorer").first
     box = root.locator("input.mtf-text")
     text = "Hi!"

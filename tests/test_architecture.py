@@ -1,0 +1,364 @@
+"""The house's rules, checked: which part of minitf may import which.
+
+- the library, `minitf.core`, imports nothing else of minitf;
+- a wing (`course`, `views`, `experiments`) imports the core and itself, never another wing or a
+  door (the face `minitf/__init__.py` included);
+- no package file names `bench/` in code (a docstring or a comment may name the script that made
+  a stored result; a string the package uses may not: bench/ is not installed);
+- the whole import graph, imports inside functions included, has no cycle.
+
+Every import statement counts, wherever it stands: `import minitf.x`, `from minitf.x import y`,
+`from ..core import z`, and `importlib.import_module("minitf.x")` with a literal name.
+
+`python tests/test_architecture.py` prints the graph: the wings, their modules and the arrows.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "minitf"
+
+WINGS = ("core", "course", "views", "experiments")
+LIBRARY = "core"
+
+# A read of an already-loaded module, not an import: course/my_parts gives the code a learner saved
+# a `minitf` name (what the notebook cells had at hand), taking the face from sys.modules at call
+# time. Importing minitf.course.my_parts loads the face first anyway, so it is always there, and no
+# import runs. Any other `sys.modules["minitf…"]` in the package fails the guard until it is listed.
+LOADED_FACE_READS = {("minitf.course.my_parts", "minitf")}
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str       # the importing module, dotted
+    target: str       # the module imported, dotted (a submodule where `from pkg import sub`)
+    line: int
+    where: str        # "module" (runs on import) or "function" (inside a def: runs when called)
+
+    def __str__(self):
+        return f"{self.source} -> {self.target} (line {self.line}, {self.where} level)"
+
+
+def module_name(path: Path, package_dir: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(package_dir.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def package_modules(package_dir: Path = PACKAGE) -> dict[str, Path]:
+    """Every module of the package, dotted name → file."""
+    return {module_name(p, package_dir): p for p in sorted(package_dir.rglob("*.py"))}
+
+
+def part_of(module: str) -> str:
+    """The wing a module lives in, "face" for minitf/__init__.py, else "door"."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "face"
+    if parts[1] in WINGS:
+        return parts[1]
+    return "door"
+
+
+def _resolve_from(source: str, is_package: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = source.split(".")
+    if not is_package:
+        base = base[:-1]          # a module's package; a package's __init__ is its own package
+    if node.level > 1:
+        base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _in_function(parents: list[ast.AST]) -> bool:
+    """Inside a def or lambda: runs when called, not when the module is imported."""
+    return any(isinstance(p, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) for p in parents)
+
+
+def imports_of(source: str, code: str, modules: set[str], is_package: bool = False,
+               filename: str = "<string>") -> list[Edge]:
+    """Every import of minitf in one module's code, at whatever depth it stands."""
+    edges = []
+
+    def add(target, node, parents):
+        if (target == "minitf" or target.startswith("minitf.")) and \
+                not any(e.target == target and e.line == node.lineno for e in edges):
+            edges.append(Edge(source, target, node.lineno,
+                              "function" if _in_function(parents) else "module"))
+
+    def visit(node, parents):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node, parents)
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve_from(source, is_package, node)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                add(sub if sub in modules else base, node, parents)
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and ((isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+                   or (isinstance(node.func, ast.Name) and node.func.id in ("import_module", "__import__")))):
+            add(node.args[0].value, node, parents)
+        for child in ast.iter_child_nodes(node):
+            visit(child, parents + [node])
+
+    visit(ast.parse(code, filename=filename), [])
+    return edges
+
+
+def loaded_module_reads(source: str, code: str) -> list[tuple[str, str, int]]:
+    """`sys.modules["minitf…"]`: a module of minitf taken without an import statement."""
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "modules" and isinstance(node.slice, ast.Constant)
+                and isinstance(node.slice.value, str)
+                and (node.slice.value == "minitf" or node.slice.value.startswith("minitf."))):
+            found.append((source, node.slice.value, node.lineno))
+    return found
+
+
+def rule_broken(edge: Edge) -> str | None:
+    """Why an import breaks the house's rules, or None."""
+    src, dst = part_of(edge.source), part_of(edge.target)
+    if src == LIBRARY and dst != LIBRARY:
+        return f"the library (core) imports the {dst} ({edge})"
+    if src in WINGS and src != LIBRARY and dst not in (LIBRARY, src):
+        kind = "another wing" if dst in WINGS else f"a door ({dst})" if dst == "door" else "the face"
+        return f"the {src} wing imports {kind} ({edge})"
+    return None
+
+
+def docstring_nodes(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def bench_in_code(code: str, filename: str = "<string>") -> list[str]:
+    """String literals (f-strings' parts included) naming bench/, docstrings excepted."""
+    tree = ast.parse(code, filename=filename)
+    docs = docstring_nodes(tree)
+    return [f"{filename}:{node.lineno}: {node.value!r}" for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docs and "bench/" in node.value.replace("\\", "/")]
+
+
+def graph(package_dir: Path = PACKAGE) -> list[Edge]:
+    files = package_modules(package_dir)
+    return [e for name, path in files.items()
+            for e in imports_of(name, path.read_text(encoding="utf-8"), set(files),
+                                is_package=path.name == "__init__.py", filename=str(path))]
+
+
+def find_cycle(edges: list[Edge]) -> list[str] | None:
+    """One cycle of the graph as a path of modules (first == last), or None."""
+    succ: dict[str, set[str]] = {}
+    for e in edges:
+        if e.source != e.target:
+            succ.setdefault(e.source, set()).add(e.target)
+    state: dict[str, int] = {}   # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def dfs(node):
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(succ.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := dfs(nxt)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for start in sorted(succ):
+        if start not in state and (found := dfs(start)):
+            return found
+    return None
+
+
+def short(module: str) -> str:
+    return module.removeprefix("minitf.") if module != "minitf" else "minitf (face)"
+
+
+def describe(edges: list[Edge], package_dir: Path = PACKAGE) -> str:
+    """The graph in words: each part, its modules, and what each module imports of minitf."""
+    modules = package_modules(package_dir)
+    out: dict[str, dict[str, set[str]]] = {}
+    for name in modules:
+        out.setdefault(part_of(name), {}).setdefault(name, set())
+    for e in edges:
+        if e.source != e.target:
+            out[part_of(e.source)][e.source].add(short(e.target) + ("*" if e.where == "function" else ""))
+    lines = [f"minitf import graph: {len(modules)} modules, "
+             f"{len({(e.source, e.target) for e in edges if e.source != e.target})} arrows "
+             "(* = imported only inside a function)"]
+    for part in ("face", "door", *WINGS):
+        lines.append(f"\n[{part}]")
+        for name, targets in sorted(out.get(part, {}).items()):
+            # an import made both at module level and in a function shows once, unstarred
+            plain = {t for t in targets if not t.endswith("*")}
+            shown = sorted(plain | {t for t in targets if t.endswith("*") and t[:-1] not in plain})
+            lines.append(f"  {short(name):28s} -> {', '.join(shown) if shown else '(nothing of minitf)'}")
+    between = {}
+    for e in edges:
+        a, b = part_of(e.source), part_of(e.target)
+        if a != b:
+            between[(a, b)] = between.get((a, b), 0) + 1
+    lines.append("\nbetween parts (imports, one per statement and module imported):")
+    lines += [f"  {a:11s} -> {b:11s} {n}" for (a, b), n in sorted(between.items())]
+    return "\n".join(lines)
+
+
+# --- the tests -----------------------------------------------------------------------------------
+
+def test_the_package_has_the_four_wings_and_the_doors():
+    modules = package_modules()
+    assert {part_of(m) for m in modules} == {"face", "door", *WINGS}
+    for wing in WINGS:
+        assert f"minitf.{wing}" in modules, f"minitf/{wing}/__init__.py is missing"
+
+
+def test_the_library_and_the_wings_keep_to_their_imports():
+    broken = [why for e in graph() if (why := rule_broken(e))]
+    assert not broken, "the house's import rules are broken:\n" + "\n".join(broken)
+
+
+def test_minitf_is_taken_from_sys_modules_only_where_listed():
+    reads = [r for name, path in package_modules().items()
+             for r in loaded_module_reads(name, path.read_text(encoding="utf-8"))]
+    unlisted = [r for r in reads if (r[0], r[1]) not in LOADED_FACE_READS]
+    assert not unlisted, f"sys.modules['minitf…'] outside LOADED_FACE_READS: {unlisted}"
+    assert {(a, b) for a, b, _ in reads} == LOADED_FACE_READS, "a listed exception is gone: unlist it"
+
+
+def test_no_package_file_names_bench_in_code():
+    found = [hit for path in sorted(PACKAGE.rglob("*.py"))
+             for hit in bench_in_code(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))]
+    assert not found, ("bench/ is not part of the installed package; these strings name it:\n"
+                       + "\n".join(found))
+
+
+def test_the_import_graph_has_no_cycle():
+    cycle = find_cycle(graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_graph_sees_every_kind_of_import():
+    """The face imports every wing; imports inside functions are found (views/explorer reaches for
+    heatmaps only when it draws); `from . import x` resolves to the submodule."""
+    edges = graph()
+    pairs = {(e.source, e.target) for e in edges}
+    assert {("minitf", f"minitf.{w}.{m}") for w, m in
+            [("core", "model"), ("course", "parts"), ("views", "explorer"), ("experiments", "results")]} <= pairs
+    assert any(e.source == "minitf.views.explorer" and e.target == "minitf.views.heatmaps"
+               and e.where == "function" for e in edges)
+    assert ("minitf.core.train", "minitf.core.data") in pairs
+
+
+# --- the checker checked: fed a violation, it must fail -----------------------------------------
+
+MODULES = {"minitf", "minitf.core", "minitf.core.model", "minitf.core.train", "minitf.views",
+           "minitf.views.trace", "minitf.course", "minitf.course.parts", "minitf.experiments",
+           "minitf.experiments.results", "minitf.cli", "minitf.notebook"}
+
+
+def broken(source: str, code: str, is_package: bool = False) -> list[str]:
+    return [why for e in imports_of(source, code, MODULES, is_package) if (why := rule_broken(e))]
+
+
+def test_the_checker_catches_the_library_importing_a_wing_or_a_door():
+    assert broken("minitf.core.model", "from ..views.trace import trace")
+    assert broken("minitf.core.model", "import minitf.course.parts")
+    assert broken("minitf.core.model", "from minitf import cli")
+    assert broken("minitf.core.model", "def f():\n    from ..experiments import results\n")
+    assert broken("minitf.core.model", "def f():\n    if True:\n        import minitf\n")  # the face
+    assert broken("minitf.core.model", "import importlib\nimportlib.import_module('minitf.views.trace')")
+    assert broken("minitf.core", "from ..views import trace", is_package=True)
+    assert not broken("minitf.core.model", "from .train import make_optimizer\nfrom . import train")
+    assert not broken("minitf.core.model", "from minitf.core.train import make_optimizer\nimport torch")
+
+
+def test_the_checker_catches_a_wing_importing_another_wing_a_door_or_the_face():
+    assert broken("minitf.views.trace", "from ..course.parts import check")
+    assert broken("minitf.views.trace", "def f():\n    from minitf.experiments.results import RESULTS\n")
+    assert broken("minitf.course.parts", "from .. import notebook")
+    assert broken("minitf.course.parts", "from .. import Transformer")        # the face
+    assert broken("minitf.experiments.results", "import minitf")
+    assert broken("minitf.experiments", "from ..views import trace", is_package=True)
+    assert not broken("minitf.views.trace", "from ..core.model import Transformer\nfrom . import trace")
+    assert not broken("minitf.views.trace", "from .. import core")
+    # the doors and the face may import any wing
+    assert not broken("minitf.cli", "from .views.trace import trace\nfrom .course import parts")
+    assert not broken("minitf", "from .experiments import results", is_package=True)
+
+
+def test_the_checker_names_the_edge_it_rejects():
+    (why,) = broken("minitf.core.train", "\n\ndef f():\n    from ..views import trace\n")
+    assert "minitf.core.train -> minitf.views.trace (line 4, function level)" in why
+    assert why.startswith("the library (core) imports the views")
+
+
+def test_the_checker_catches_bench_in_code_but_not_in_a_docstring_or_comment():
+    code = ('"""Written by bench/ablation.py."""\n'
+            '# bench/results was here\n'
+            'def f():\n'
+            '    """Read what bench/lm.py stored."""\n'
+            '    return 1\n')
+    assert not bench_in_code(code)
+    assert bench_in_code('from pathlib import Path\nRESULTS = Path(__file__).parents[1] / "bench/results"\n')
+    assert bench_in_code('def f(date):\n    return f"Run {date} by `python bench/ablation.py`"\n')
+    assert bench_in_code('P = "bench\\\\lm.py"\n')
+
+
+def test_the_checker_finds_a_cycle_through_a_function_level_import():
+    modules = {"minitf.core.a", "minitf.core.b", "minitf.core.c"}
+    edges = (imports_of("minitf.core.a", "from .b import x", modules)
+             + imports_of("minitf.core.b", "from .c import y", modules)
+             + imports_of("minitf.core.c", "def f():\n    from . import a\n", modules))
+    assert find_cycle(edges) == ["minitf.core.a", "minitf.core.b", "minitf.core.c", "minitf.core.a"]
+    assert find_cycle(edges[:2]) is None
+
+
+def test_the_checker_sees_a_planted_violation_in_a_real_package_tree(tmp_path):
+    """The whole path, files to verdict: a copy of minitf with one bad import and one cycle."""
+    import shutil
+    copy = tmp_path / "minitf"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("stored", "static", "__pycache__"))
+    assert not [e for e in graph(copy) if rule_broken(e)] and find_cycle(graph(copy)) is None
+    tokens = copy / "core" / "tokens.py"   # heatmaps imports tokens: this closes a circle
+    tokens.write_text(tokens.read_text() + "\n\ndef _late():\n    from ..views import heatmaps\n")
+    assert [e for e in graph(copy) if rule_broken(e)]
+    cycle = find_cycle(graph(copy))
+    assert cycle and "minitf.core.tokens" in cycle and "minitf.views.heatmaps" in cycle
+
+
+def test_the_graph_prints():
+    """`pytest -s tests/test_architecture.py -k prints` (or `python tests/test_architecture.py`)."""
+    text = describe(graph())
+    print("\n" + text)
+    assert all(f"\n[{part}]\n" in text for part in ("face", "door", *WINGS))
+    assert "  core.model " in text and "  face        -> core " in text
+
+
+if __name__ == "__main__":
+    edges = graph()
+    print(describe(edges))
+    problems = [why for e in edges if (why := rule_broken(e))]
+    cycle = find_cycle(edges)
+    print("\nrules:", "kept" if not problems else "BROKEN\n  " + "\n  ".join(problems))
+    print("cycle:", "none" if cycle is None else " -> ".join(cycle))
+    sys.exit(1 if problems or cycle else 0)
