@@ -108,21 +108,9 @@ def test_the_value_circuit_of_both_solvers_is_the_plus_one_map(which):
 def test_patching_the_value_path_changes_the_output_as_the_circuit_says():
     """Causal evidence, not a picture: give the source byte's position the value another byte
     would have, and the trained solver writes that byte's successor instead."""
+    from minitf.course.by_hand import next_byte_with_value_of
     model = minitf.load(ROOT / "data/checkpoints/shift_smallest.pt")
-    seq = torch.tensor([list(b"kq\t")])  # its first output byte reads 'k' (id 1)
-    attn, A = model.blocks[0].attn, model.config.attn_dim
-    with torch.no_grad():
-        clean = model(seq)[0, -1].argmax().item()
-        patched_value = attn.qkv(model.blocks[0].norm1(model.embed.weight[ord("x")]))[2 * A:]
-
-    def patch(module, inputs, output):  # position 0's value becomes 'x''s
-        output = output.clone()
-        output[0, 0, 2 * A:] = patched_value
-        return output
-    handle = attn.qkv.register_forward_hook(patch)
-    try:
-        with torch.no_grad():
-            patched = model(seq)[0, -1].argmax().item()
-    finally:
-        handle.remove()
-    assert (clean, patched) == (ord("l"), ord("y"))
+    assert minitf.generate(model, "kq") == b"lr"
+    assert next_byte_with_value_of(model, b"kq\t", 0, ord("k")) == ord("l")  # unchanged: itself
+    assert next_byte_with_value_of(model, b"kq\t", 0, ord("x")) == ord("y")
+    assert next_byte_with_value_of(model, b"kq\t", 1, ord("x")) == ord("l")  # not the source: no effect

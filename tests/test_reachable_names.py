@@ -96,6 +96,7 @@ def uses(code: str) -> list[tuple[str, str, tuple[str, ...]]]:
             for a in node.names:
                 found.append(("from", f"{node.module}:{a.name}"))
                 aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+                imported.append(f"{node.module}.{a.name}")  # `from minitf import doctor` imports a module
     aliases = {k: v for k, v in aliases.items() if k == "minitf" or k not in reassigned}
     aliases.setdefault("minitf", "minitf")
     for node in ast.walk(tree):

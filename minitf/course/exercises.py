@@ -31,7 +31,8 @@ from ..core.norms import LayerNorm, RMSNorm
 from ..core.origami import widen_weight
 from ..core.rope import apply_rope, position_ids, rope_angles, rope_frequencies
 from ..core.tokens import EOS, PAD, TAB
-from .feedback import ExerciseError, check_function
+from . import by_hand
+from .feedback import ExerciseError, check_function, check_property
 from .my_parts import PIECES, save
 
 
@@ -53,6 +54,9 @@ class Exercise:
     # the learner's to write, and which calls are fine
     library: dict = field(default_factory=dict)
     own_work: str = ""
+    # an answer with many right forms (notebook 12's hand-set pieces) is judged by what it must do:
+    # judge(result of fn(*cases()[0])) returns the success line or raises ExerciseError
+    judge: Callable | None = None
 
     @property
     def header(self) -> str:
@@ -422,6 +426,37 @@ EXERCISES = {e.name: e for e in [
              library={position_ids: "minitf.rope.position_ids"},
              own_work="torch.arange, comparisons, cumsum, argmax and torch.where are fine: "
                       "minitf.rope.position_ids is the numbering itself"),
+    Exercise("byte_circle", "12", "the byte circle: shift's +1 becomes one rotation of every code",
+             2, 10, lambda k: by_hand.byte_circle(by_hand.HandSet(k=k)), lambda: [(by_hand.HandSet().k,)],
+             "printable byte b sits at angle a = k·2π(b − 32)/95: its row is cos(a)·F1 + sin(a)·F2; "
+             "the rows of TAB and EOS are T; every other row stays 0",
+             judge=by_hand.judge_byte_circle,
+             library={by_hand.byte_circle: "minitf.course.by_hand.byte_circle"},
+             own_work="math.cos, math.sin, torch.zeros and the directions T, F1, F2 are fine: "
+                      "by_hand.byte_circle is the circle itself"),
+    Exercise("query", "12", "a constant query that RoPE turns to meet the key one id ahead", 3, 15,
+             by_hand.query, lambda: [(by_hand.HandSet().S, by_hand.HandSet().omega)],
+             "a byte key is √S·(1, 0) on pair 1; RoPE turns the query by its id·ω and the key by its "
+             "id·ω, so a query one step ahead, √S·(cos ω, sin ω), lines up with the key whose id is "
+             "one more. Pair 2 is √S·(1, 0): TAB's channel",
+             judge=by_hand.judge_query, library={by_hand.query: "minitf.course.by_hand.query"},
+             own_work="math.sqrt, math.cos, math.sin and torch.tensor are fine: by_hand.query is "
+                      "the query itself"),
+    Exercise("tab_score", "12", "the end-of-output key: TAB wins exactly when no byte is left",
+             1, 5, by_hand.tab_score, lambda: [(by_hand.HandSet().S, by_hand.HandSet().omega)],
+             "the source byte scores S, its neighbours S·cos ω: TAB's score B goes between them, "
+             "the middle is safest",
+             judge=by_hand.judge_tab_score, library={by_hand.tab_score: "minitf.course.by_hand.tab_score"},
+             own_work="any arithmetic with math.cos is fine: by_hand.tab_score is the answer itself"),
+    Exercise("value_rotation", "12", "the value path computes the +1: a rotation of the byte plane",
+             3, 15, lambda k: by_hand.value_rotation(by_hand.HandSet(k=k)),
+             lambda: [(by_hand.HandSet().k,)],
+             "with A = [T, F1, F2] as columns (4, 3), W_V = A·diag(1, R)·Aᵀ, R the 2×2 rotation by "
+             "k·2π/95: T stays, the byte plane turns one step",
+             judge=by_hand.judge_value_rotation,
+             library={by_hand.value_rotation: "minitf.course.by_hand.value_rotation"},
+             own_work="torch.stack, torch.eye, @ and math.cos / math.sin are fine: "
+                      "by_hand.value_rotation is the rotation itself"),
     Exercise("widen_weight", "07", "Origami: a weight that computes the same thing on copied inputs",
              2, 10, _widen_reference, _widen_cases,
              "W' is a k×k grid of blocks; with the input copied k times, each output row sums k "
@@ -441,6 +476,10 @@ def run_check(name: str, fn: Callable, *, own_work: bool = True) -> str:
     asks whether `fn` computes the right thing (minitf.parts.check), not whether it is the learner's.
     """
     ex = EXERCISES[name]
+    if ex.judge is not None:
+        hints = dict(ex.options.get("hints_by_diagnosis") or {}, library_call=ex.own_work)
+        return check_property(fn, ex.cases()[0], ex.judge, getattr(fn, "__name__", None), ex.hint,
+                              library=ex.library if own_work else None, hints_by_diagnosis=hints)
     learner, reference = fn, ex.reference
     if ex.outcome is not None:  # compare what the results do (e.g. a model's logits), not the objects
         learner = functools.wraps(fn)(lambda *a: ex.outcome(fn(*a)))
@@ -460,6 +499,18 @@ def passes(name: str, fn: Callable) -> bool:
     except ExerciseError:
         return False
     return True
+
+
+def yours_or_reference(**pieces: Callable) -> dict:
+    """{name: your function where it passes its check, else the reference solution}, and one line
+    per piece saying which: a notebook then runs to its end before every exercise is written."""
+    from . import solutions
+    chosen = {}
+    for name, fn in pieces.items():
+        ok = passes(name, fn)
+        chosen[name] = fn if ok else getattr(solutions, f"my_{name}")
+        print(f"{name:<15} {'yours' if ok else 'the reference solution (yours does not pass its check yet)'}")
+    return chosen
 
 
 def exercise(name: str, fn: Callable) -> None:

@@ -59,6 +59,8 @@ DIAGNOSES = {
     "mask_inverted": "a bool mask with True and False swapped",
     "mask_diagonal": "a bool mask that differs only on the diagonal",
     "mask_future_open": "a causal mask that leaves some future positions open",
+    "wrong_job": "a piece with many right forms that does not do the job its exercise names "
+                 "(checked by what it must do, not against one answer)",
 }
 
 GRID_MAX = 8  # bool masks up to 8 × 8 are printed in full, yours beside the expected one
@@ -925,3 +927,34 @@ def check_function(learner_fn, reference_fn, cases, name: str | None = None, hin
         if findings:
             raise _message(header, findings, hint, hints_by_diagnosis)
     return f"✓ {name} agrees with minitf on {len(cases)} cases"
+
+
+def check_property(learner_fn, args: tuple, judge: Callable, name: str | None = None,
+                   hint: str = "", *, library: dict | None = None,
+                   hints_by_diagnosis: dict | None = None) -> str:
+    """For an exercise whose answer has many right forms (a query that looks one step ahead can
+    point many ways): run the learner's function once on `args`, then `judge(result)` returns the
+    success line or raises ExerciseError saying which job the piece fails. Stubs, exceptions and
+    library calls are reported as `check_function` reports them."""
+    name = name or getattr(learner_fn, "__name__", "your function")
+    watch = _LibraryWatch(library or {})
+    try:
+        with watch:
+            got = learner_fn(*args)
+    except NotImplementedError:
+        raise ExerciseError(f"{name} is not written yet: replace the `raise NotImplementedError`",
+                            ("not_written",)) from None
+    except Exception as e:
+        if watch.found:
+            raise _refused(name, watch.found, hint, hints_by_diagnosis) from None
+        shown = _arguments((learner_fn,), args, {})
+        raise ExerciseError(f"{name}" + (f" ({shown})" if shown else "")
+                            + f" raised {type(e).__name__}: {e}{_raised_at(e)}"
+                            + _hint(("raised",), hint, hints_by_diagnosis), ("raised",)) from e
+    if watch.found:
+        raise _refused(name, watch.found, hint, hints_by_diagnosis)
+    try:
+        return f"✓ {name}: {judge(got)}"
+    except ExerciseError as e:
+        keys = e.diagnoses or ("wrong_job",)
+        raise ExerciseError(f"{name}: {e}" + _hint(keys, hint, hints_by_diagnosis), keys) from None

@@ -13,6 +13,7 @@ import math
 import torch
 
 from ..core.tokens import EOS, IGNORE, PAD, TAB
+from .by_hand import F1, F2, T
 
 
 def my_embed(ids, table):
@@ -112,3 +113,33 @@ def my_position_ids(ids):
         tab = row.index(TAB) if TAB in row else T  # the first TAB (T: the row has none)
         out[b] = torch.where(t < tab, t + 1, t - tab)  # input j → j + 1; TAB → 0; output j → j + 1
     return out
+
+
+def my_byte_circle(k):
+    E = torch.zeros(256, 4, dtype=torch.float64)
+    for b in range(32, 127):                   # the 95 printable bytes
+        a = k * 2 * math.pi * (b - 32) / 95    # one step of k·2π/95 per byte, 126 → 32 a full turn
+        E[b] = math.cos(a) * F1 + math.sin(a) * F2
+    E[TAB] = E[EOS] = T                        # the third direction, off the byte plane
+    return E
+
+
+def my_query(S, omega):
+    # pair 1: one RoPE step ahead of a byte key's (1, 0); pair 2: TAB's channel
+    return math.sqrt(S) * torch.tensor([math.cos(omega), math.sin(omega), 1.0, 0.0],
+                                       dtype=torch.float64)
+
+
+def my_tab_score(S, omega):
+    # halfway between the source byte's S and a neighbour's S·cos ω
+    return (S + S * math.cos(omega)) / 2
+
+
+def my_value_rotation(k):
+    turn = k * 2 * math.pi / 95                             # one byte further round the circle
+    R = torch.tensor([[math.cos(turn), -math.sin(turn)],
+                      [math.sin(turn), math.cos(turn)]], dtype=torch.float64)
+    A = torch.stack([T, F1, F2], dim=1)                     # (4, 3): the three directions as columns
+    inside = torch.eye(3, dtype=torch.float64)
+    inside[1:, 1:] = R                                      # T stays, the byte plane turns
+    return A @ inside @ A.T

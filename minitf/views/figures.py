@@ -67,3 +67,24 @@ def draw_batch(pairs, cell: float = 0.62):
                   loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=10, frameon=False)
     bottom.set_xlabel("position t  (the target at t is the byte at t + 1)", fontsize=10)
     return fig
+
+
+def plot_exact_by_length(rows: dict, trained_up_to: int | None = None):
+    """Exact match against input length, one line per model ({name: {length: share}}, as
+    `minitf.exact_match_by_length` gives it), with the lengths seen in training shaded: a model
+    that learned a rule holds beyond them, one that learned the lengths falls off."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 3.2), layout="constrained")
+    ax = fig.subplots()
+    if trained_up_to:
+        ax.axvspan(0.5, trained_up_to + 0.5, color="0.92", lw=0)
+        ax.text(trained_up_to / 2 + 0.5, 50, "lengths the trained\nmodels saw", ha="center",
+                va="center", fontsize=9, color="0.35")
+    styles = ["o-", "s--", "^:", "d-."]
+    for (name, by_length), style in zip(rows.items(), styles):
+        lengths = sorted(by_length)
+        ax.plot(lengths, [100 * by_length[n] for n in lengths], style, ms=4, label=name)
+    ax.set(xlabel="input length (bytes)", ylabel="exact match (%)", ylim=(-5, 105))
+    ax.legend(loc="center right", fontsize=9)
+    return fig
