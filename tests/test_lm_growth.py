@@ -261,7 +261,7 @@ def test_load_lm_growth_gives_arms_curves_and_growth_steps(stored):
     assert "scratch" in r.table() and len(r.table().splitlines()) == len(r.arms) + 1
 
 
-# --- notebook 12 (the growth report), section 3: its sentences held to the stored result ----------
+# --- notebook 13 (the growth report), section 3: its sentences held to the stored result ----------
 
 def markdown_text(name: str) -> str:
     """A notebook's markdown as one string, every run of whitespace one space."""
@@ -271,9 +271,9 @@ def markdown_text(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def section9():
-    """Notebook 12's section on the language model (section 9 of notebook 07 until it moved there),
+    """Notebook 13's section on the language model (section 9 of notebook 07 until it moved there),
     up to the report's summary."""
-    text = markdown_text("12_growth_report.ipynb")
+    text = markdown_text("13_growth_report.ipynb")
     return text[text.index("## 3. Growth on the language model"):text.index("## Summary")]
 
 

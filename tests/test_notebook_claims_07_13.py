@@ -1,6 +1,6 @@
 """What notebook 07 says about whether growing pays (its section 7, a few sentences and one figure),
-and the summary of notebook 12, the report it links to, held to the stored benchmark results.
-Notebook 12's own sections are held in tests/test_results_origami.py and tests/test_lm_growth.py."""
+and the summary of notebook 13, the report it links to, held to the stored benchmark results.
+Notebook 13's own sections are held in tests/test_results_origami.py and tests/test_lm_growth.py."""
 import json
 import statistics
 
@@ -78,7 +78,7 @@ def test_07_language_model_sentences(section7, lm_growth):
 
 
 def test_07_published_range_is_the_one_notebook_12_cites(section7):
-    report = markdown("12_growth_report.ipynb")
+    report = markdown("13_growth_report.ipynb")
     cited = {"saved 22 % of compute": 22, "bert2BERT about 45 %": 45, "LiGO about 40 %": 40,
              "G_stack 54.6 % at 7B": 54.6}
     assert all(phrase in report for phrase in cited)
@@ -95,7 +95,7 @@ def test_the_verdict_figure_draws_the_arms_the_text_names(growth, lm_growth):
 
 
 def test_12_summary(lm_growth):
-    summary = markdown("12_growth_report.ipynb")
+    summary = markdown("13_growth_report.ipynb")
     summary = summary[summary.index("## Summary"):]
     best = lm_growth.best()
     assert "about 10 % of the FLOPs in every seed, far from the 30 %" in summary
