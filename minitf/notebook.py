@@ -7,7 +7,7 @@ import warnings
 
 import torch
 
-from .views.pictures import FIGURE_DPI  # the pictures' resolution is the figures' too
+from .views.pictures import FIGURE_DPI, inline_png  # the pictures' resolution is the figures' too
 
 
 def _short_warning(message, category, filename, lineno, line=None) -> str:
@@ -30,7 +30,8 @@ def deterministic_algorithms() -> None:
 
 
 def setup(seed: int = 0, precision: int = 4, threads: int | None = None) -> None:
-    """Seed everything, make torch deterministic, print rounded tensors, draw inline PNGs.
+    """Seed everything, make torch deterministic, print rounded tensors, draw inline PNGs that
+    record their smallest text's size (so a test can check every stored figure is legible).
 
     One thread: float sums then add up in the same order on every machine, and models this small
     run no slower on one core (MINITF_THREADS=2 in the environment checks that nothing shown
@@ -53,5 +54,8 @@ def setup(seed: int = 0, precision: int = 4, threads: int | None = None) -> None
         from matplotlib_inline.backend_inline import set_matplotlib_formats
         set_matplotlib_formats("png")
         import matplotlib
+        from matplotlib.figure import Figure
+        # the same PNG, with its smallest text's size in it (tests/test_figure_legibility.py reads it)
+        ip.display_formatter.formatters["image/png"].for_type(Figure, inline_png)
         matplotlib.rcParams.update({"figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI,
                                     "font.size": 10, "legend.fontsize": 9, "legend.framealpha": 0.9})

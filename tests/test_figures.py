@@ -1,5 +1,8 @@
 """minitf.figures: the batch picture shows make_batch's own numbers, with a key for every colour."""
+import math
+
 import matplotlib.colors as mcolors
+import pytest
 
 import minitf
 from minitf.views import figures
@@ -47,3 +50,26 @@ def test_batch_picture_has_a_key_for_every_colour_and_readable_text():
         assert min(t.get_fontsize() for t in ax.texts) >= 9
         assert min(t.get_fontsize() for t in ax.get_xticklabels() + ax.get_yticklabels()) >= 9
     assert fig.get_size_inches()[0] * 110 > 600  # about twice the old 317 px
+
+
+def test_plot_training_draws_a_checkpoints_curves_beside_baselines():
+    from minitf.views.figures import plot_training
+    meta = minitf.load("data/checkpoints/lm.pt").metadata
+    fig = plot_training(meta, {"bigram": 2.5})
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "bits per byte"  # a text model: bits per byte
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert len(lines["validation"].get_xdata()) == len(meta["val_curve"])
+    assert lines["bigram"].get_ydata()[0] == pytest.approx(2.5 / math.log(2))
+    pairs = minitf.load("data/checkpoints/shift.pt").metadata
+    assert plot_training(pairs).axes[0].get_ylabel() == "loss (nats)"
+
+
+def test_plot_bytes_read_marks_each_span_with_its_mean():
+    import torch
+    from minitf.views.figures import plot_bytes_read
+    bits = torch.linspace(4, 2, 64)
+    fig = plot_bytes_read(bits, [(1, 1), (2, 4), (5, 64)], ("bigram", 3.6))
+    means = [line for line in fig.axes[0].get_lines() if line.get_linewidth() == 3]
+    assert [round(float(m.get_ydata()[0]), 4) for m in means] == [4.0, round(float(bits[1:4].mean()), 4),
+                                                                  round(float(bits[4:].mean()), 4)]

@@ -138,3 +138,46 @@ def test_the_explorer_figure_keeps_its_legends_off_the_data_and_shades_negative_
         assert min(t.get_fontsize() for t in legend.get_texts()) >= 9
     assert any(p.get_x() < 0 for p in curve.patches)  # the shaded span of negative offsets
     assert any(type(p).__name__ == "Arc" for p in plane.patches)
+
+
+def offset_drift():
+    """Notebook 02, section 6: the largest change of the normalised score between offset Δ and Δ + 6
+    or Δ + 44 (Δ = 1 … 40), for head_dim 2 and 8, with the notebook's random q and k."""
+    def scores_by_offset(q, k, T):
+        cos, sin = rope_angles(rope_frequencies(q.numel(), dtype=torch.float64), T)
+        return minitf.apply_rope(q.expand(1, 1, T, q.numel()), cos, sin)[0, 0] @ k / (q.norm() * k.norm())
+
+    D = torch.arange(1, 41)
+    drift = {}
+    for hd in (2, 8):
+        q, k = torch.rand(2, hd, generator=torch.Generator().manual_seed(3), dtype=torch.float64) * 2 - 1
+        curve = scores_by_offset(q, k, 90)
+        drift[hd] = [(curve[D + later] - curve[D]).abs().max().item() for later in (6, 44)]
+    return drift
+
+
+def test_02_head_dim_claims_say_what_the_numbers_show():
+    text = " ".join(source("02_rope.ipynb").split())
+    drift = offset_drift()
+    # "+44: 0.018 with head_dim 2, 0.369 with head_dim 8": the head size shows far apart
+    assert f"the largest difference is {drift[2][1]:.3f}" in text and f"({drift[8][1]:.3f})" in text
+    assert drift[2][1] < 0.02 < 0.3 < drift[8][1]
+    # "+6: 0.282 with head_dim 2 and 0.201 with head_dim 8": not better with the bigger head
+    assert f"the largest difference is {drift[2][0]:.3f} with head_dim 2 and {drift[8][0]:.3f} with head_dim 8" in text
+    assert drift[8][0] < drift[2][0]
+    # "for head_dim 2 the 0.282 is the most it can ever be, for any q and k: 2 sin 3 ≈ 0.282"
+    bound = 2 * math.sin(3)
+    assert f"2 \\sin 3 \\approx {bound:.3f}" in text and abs(drift[2][0] - bound) < 5e-4
+    g = torch.Generator().manual_seed(11)
+    for _ in range(200):
+        q, k = torch.rand(2, 2, generator=g, dtype=torch.float64) * 2 - 1
+        cos, sin = rope_angles(rope_frequencies(2, dtype=torch.float64), 60)
+        s = minitf.apply_rope(q.expand(1, 1, 60, 2), cos, sin)[0, 0] @ k / (q.norm() * k.norm())
+        assert (s[6:] - s[:-6]).abs().max() <= bound + 1e-12
+    # "in 6 positions the slow pairs turn by 0.6, 0.06 and 0.006 rad"
+    theta = rope_frequencies(8, dtype=torch.float64)[0]
+    assert [round(6 * t, 3) for t in theta[1:].tolist()] == [0.6, 0.06, 0.006]
+    assert "(pair 1 by 0.6 rad, pairs 2 and 3 by 0.06 and 0.006)" in text
+    # the ladder's positions rung moved to notebook 04, section 6: 02 only points there
+    assert "ablation ladder" in text and "load_ablation" not in source("02_rope.ipynb")
+    assert 'only("positions"' in " ".join(source("04_ffn_block.ipynb").split()).replace("\n", "")

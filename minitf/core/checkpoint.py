@@ -33,6 +33,54 @@ def save(model: Transformer, path, *, metadata: dict | None = None, overwrite: b
     return atomic_write(path, lambda tmp: torch.save(payload, tmp), overwrite=overwrite)
 
 
+def _scores(val: dict) -> str:
+    """A validation entry of a checkpoint's metadata in words."""
+    loss = f"{val['loss']:.3f}" if val["loss"] >= 0.01 else f"{val['loss']:.1e}"
+    parts = [f"loss {loss} nats"]
+    if "bits_per_byte" in val:
+        parts[0] += f" per byte = {val['bits_per_byte']:.2f} bits per byte"
+    if "char_accuracy" in val:
+        parts.append(f"characters right {val['char_accuracy']:.1%}")
+    if "exact_match" in val:
+        parts.append(f"whole outputs right {val['exact_match']:.1%}")
+    scored = f" ({val['bytes']:,} bytes)" if "bytes" in val else ""
+    return f"validation at step {val['step']:,}{scored}: " + ", ".join(parts)
+
+
+def describe(metadata: dict) -> str:
+    """What a checkpoint says about how it was made, in lines a person reads: the command that
+    trained it, its steps, random seed and training time, and its last validation scores.
+
+    `python -m minitf train` records these in the checkpoint's metadata (`model.metadata` after
+    `load`); a key it did not record is left out, an unknown one ignored.
+    """
+    lines = []
+    if "command" in metadata:
+        lines.append(f"trained by: {metadata['command']}")
+    run = []
+    if "steps" in metadata:
+        run.append(f"{metadata['steps']:,} steps")
+    if "seed" in metadata:
+        run.append(f"random seed {metadata['seed']}")
+    if "lr" in metadata:
+        run.append(f"peak learning rate {metadata['lr']:g}")
+    if "train_seconds" in metadata:
+        run.append(f"{metadata['train_seconds']:.0f} s of training")
+    if "text" in metadata:
+        run.append(f"text {metadata['text']}, windows of {metadata['context']} bytes")
+    if run:
+        lines.append(", ".join(run))
+    if "val" in metadata:
+        lines.append(_scores(metadata["val"]))
+    curves = [f"validation every {metadata['val_curve'][0]['step']:,} steps ({len(metadata['val_curve'])} points)"
+              if metadata.get("val_curve") else "",
+              f"training loss in means of {metadata['loss_curve_every']} steps ({len(metadata['loss_curve'])} points)"
+              if metadata.get("loss_curve") else ""]
+    if any(curves):
+        lines.append("curves: " + "; ".join(c for c in curves if c))
+    return "\n".join(lines) or "no training record in this checkpoint"
+
+
 def unpickling_detail(message: str) -> str:
     """PyTorch's reason without its advice (which is to retry with weights_only=False)."""
     advice = ("Weights only load failed", "Please file an issue", "Check the documentation")

@@ -146,6 +146,29 @@ def evaluate_text(model, part: TextPart, max_windows: int | None = None,
     return {"loss": loss, "bits_per_byte": loss / LN2, "bytes": targets.numel()}
 
 
+@torch.no_grad()
+def loss_by_position(model, part: TextPart, max_windows: int | None = None,
+                     batch_size: int = 256) -> torch.Tensor:
+    """The mean loss (nats) at each position of the split's tiled windows, (T,).
+
+    Position t of a window has read t + 1 bytes, so entry t is what the model pays for a byte
+    when it can see only the t + 1 bytes before it: the loss against how much context it had.
+    The windows tile the text, so every position sees the same mix of text. max_windows: that many,
+    spread evenly over the split, as in `tiled_windows`.
+    """
+    check_fits(part, model)
+    device = device_of(model)
+    ids, targets = tiled_windows(part, max_windows)  # (N, T) each
+    total = torch.zeros(part.context, dtype=torch.float64)
+    with evaluating(model):
+        for start in range(0, len(ids), batch_size):
+            logits = model(ids[start:start + batch_size].to(device))  # (B, T, 256)
+            losses = F.cross_entropy(logits.transpose(1, 2), targets[start:start + batch_size].to(device),
+                                     reduction="none")                # (B, T)
+            total += losses.double().sum(0).cpu()
+    return total / len(ids)
+
+
 # --- baselines: what counting alone achieves on the same split ------------------------------------
 
 @dataclass(frozen=True)

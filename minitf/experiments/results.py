@@ -26,6 +26,8 @@ from ..core.config import Config
 
 RESULTS = Path(str(resources.files(__package__).joinpath("stored")))  # what `make bench` stores
 ABLATION_JSON = RESULTS / "ablation.json"
+# the tiny model after 1,500 steps on shift, as bench/origami_growth.py trained and grew it
+GROWTH_START = RESULTS / "origami_seed_model.pt"
 BASELINE_LABELS = {"uniform_256": "uniform 256", "uniform_96": "uniform 95+EOS",
                    "unigram": "unigram", "length_oracle": "length oracle"}
 
@@ -287,6 +289,46 @@ class GrowthResults:
         from ..core.checkpoint import load
         return load(self.start_model_path)
 
+    PANELS = {"when to grow": ["grow after 1,500 steps", "grow after 300 steps", "staged 4→8→16→32"],
+              "what the growth carries": ["grow after 300 steps", "grow after 300, Adam kept",
+                                          "grow after 300, exact copies"]}
+
+    def mean_curve(self, arm: str) -> tuple[list[float], list[float], list[float]]:
+        """(compute as a fraction of scratch's, held-out loss, growth points): means over the seeds."""
+        budget = {c.seed: c.compute[-1] for c in self.curves if c.arm == "from scratch"}
+        runs = [c for c in self.curves if c.arm == arm]
+        xs, ys = _mean_curve([([x / budget[c.seed] for x in c.compute], c.loss) for c in runs])
+        grown = [sum(c.grown_at[i] / budget[c.seed] for c in runs) / len(runs) for i in range(len(runs[0].grown_at))]
+        return xs, ys, grown
+
+    def plot(self, panels: dict[str, list[str]] | None = None):
+        """Held-out loss against compute (log scale, fraction of scratch's), means over the seeds:
+        one panel per question, each arm of it against scratch; a ring where an arm grew."""
+        from matplotlib.figure import Figure
+
+        panels = panels or self.PANELS
+        fig = Figure(figsize=(7.6, 3.7), layout="constrained")
+        axes = fig.subplots(1, len(panels), sharey=True)
+        colour = dict(zip([a.arm for a in self.arms if a.arm != "from scratch"],
+                          ["tab:blue", "tab:orange", "tab:purple", "tab:red", "tab:green"]))  # one per arm
+        for ax, (title, arms) in zip(axes, panels.items()):
+            xs, ys, _ = self.mean_curve("from scratch")
+            ax.plot(xs, ys, color="black", lw=2.5, label="from scratch")
+            for k, arm in enumerate(arms):
+                xs, ys, grown = self.mean_curve(arm)
+                ax.plot(xs, ys, color=colour[arm], lw=1.6, label=arm)
+                ax.plot(grown, [_at(xs, ys, g) for g in grown], color=colour[arm], **_ring(k))
+            ax.set_xscale("log")
+            ax.set_xticks([0.01, 0.03, 0.1, 0.3, 1], ["0.01", "0.03", "0.1", "0.3", "1"])
+            ax.minorticks_off()
+            ax.set_title(title, fontsize=10)
+            ax.set_xlabel("compute (fraction of scratch's)", fontsize=9)
+            ax.tick_params(labelsize=9)
+            ax.plot([], [], color="0.3", **GROWTH_MARK, label="growth step")
+            ax.legend(fontsize=9, loc="lower left")
+        axes[0].set_ylabel("held-out loss (nats)", fontsize=9)
+        return fig
+
     def table(self) -> str:
         lines = [f"{'arm':<30} {'held-out loss (range)':>22} {'chars':>6} {'exact':>6} "
                  f"{'scratch as good after':>22}"]
@@ -326,6 +368,32 @@ class RecipeGrowthResults:
     def run(self, arm: str, seed: int) -> RecipeRun:
         return next(r for r in self.runs if r.arm == arm and r.seed == seed)
 
+    def plot(self):
+        """Held-out exact match against compute (GFLOP), one panel per seed; a ring where an arm grew."""
+        from matplotlib.figure import Figure
+
+        colours = {"from scratch": "black", "grow after 500 steps": "tab:blue",
+                   "grow after 1,000 steps": "tab:orange", "staged 8→16→32": "tab:purple"}
+        fig = Figure(figsize=(7.6, 3.9), layout="constrained")
+        axes = fig.subplots(1, len(self.seeds), sharey=True)
+        for ax, seed in zip(axes, self.seeds):
+            for c in (c for c in self.curves if c.seed == seed):
+                xs = [x / 1e9 for x in c.compute]
+                ax.plot(xs, c.exact_match, color=colours[c.arm], lw=2.5 if c.arm == "from scratch" else 1.5,
+                        label=c.arm)
+                grown = [g / 1e9 for g in c.grown_at]
+                ax.plot(grown, [_at(xs, c.exact_match, g) for g in grown], color=colours[c.arm],
+                        **_ring(list(colours).index(c.arm) - 1))
+            ax.axhline(0.99, color="gray", ls=":", lw=1.5)
+            ax.set_title(f"random seed {seed}", fontsize=10)
+            ax.set_xlabel("compute (GFLOP)", fontsize=9)
+            ax.tick_params(labelsize=9)
+        axes[0].set_ylabel("held-out exact match", fontsize=9)
+        axes[0].plot([], [], color="gray", ls=":", lw=1.5, label="99 %")
+        axes[0].plot([], [], color="0.3", **GROWTH_MARK, label="growth step")
+        axes[0].legend(fontsize=9, loc="lower right")
+        return fig
+
     def table(self) -> str:
         labels = list(self.runs[0].reach)
         lines = [f"{'arm':<24} {'seed':>4} {'GFLOP':>6} {'exact':>7}  "
@@ -344,6 +412,33 @@ def _growth_points(stages: list[dict]) -> list[float]:
         done += 6 * stage["parameters"] * stage["tokens"]
         points.append(done)
     return points
+
+
+def _mean_curve(curves: list) -> tuple[list[float], list[float]]:
+    """Mean over seeds of curves evaluated at the same points: (compute, value). Every seed of an
+    arm is evaluated at the same steps; its compute differs in the last digits (parameters × tokens
+    of slightly different batches), so x is averaged too."""
+    n = len(curves)
+    xs = [sum(c[0][i] for c in curves) / n for i in range(len(curves[0][0]))]
+    ys = [sum(c[1][i] for c in curves) / n for i in range(len(curves[0][1]))]
+    return xs, ys
+
+
+def _at(xs: list[float], ys: list[float], x: float) -> float:
+    """y at x on the polyline (xs, ys), x inside its range."""
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if x0 <= x <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return ys[-1]
+
+
+GROWTH_MARK = {"marker": "o", "ms": 8, "mfc": "none", "mew": 1.8, "ls": ""}  # a ring: where an arm grew
+
+
+def _ring(k: int) -> dict:
+    """The growth ring of the k-th arm in a panel: arms that grow at the same point (the same small
+    run) get rings of different sizes, one inside the other, so that each shows."""
+    return {**GROWTH_MARK, "ms": 13 - 3 * k}
 
 
 def load_growth(path: Path | None = None) -> GrowthResults:
@@ -457,15 +552,78 @@ class LMGrowthResults:
         return min((a for a in self.arms if a.grown),
                    key=lambda a: max(math.inf if x is None else x for x in a.ratios))
 
+    PANELS = {
+        "1 → 4 layers": ["deepen 1→4, τ=0.5", "deepen 1→4, τ=0.75", "stack 1→4, τ=0.75",
+                         "stack 1→4, τ=0.75, re-warm-up"],
+        "2 → 4 layers": ["deepen 2→4, τ=0.5", "deepen 2→4, τ=0.75", "stack 2→4, τ=0.75"],
+        "pushing 2 → 4 further, and width": ["deepen 2→4, τ=0.8", "deepen 2→4, τ=0.75, new layers 2× LR",
+                                             "widen d32→64, τ=0.75"],
+        "0.7 of the budget": ["scratch, 0.7 budget", "deepen 1→4, τ=0.75, 0.7 budget",
+                              "stack 1→4, τ=0.75, 0.7 budget", "deepen 2→4, τ=0.75, 0.7 budget"],
+    }
+
+    def mean_curve(self, arm: str) -> tuple[list[float], list[float], float | None, float | None]:
+        """(compute as a fraction of the budget, validation loss, growth point, loss just before it):
+        means over the seeds."""
+        runs = [c for c in self.curves if c.arm == arm]
+        xs, ys = _mean_curve([(c.compute, c.loss) for c in runs])
+        if runs[0].grown_at is None:
+            return xs, ys, None, None
+        n = len(runs)
+        return xs, ys, sum(c.grown_at for c in runs) / n, sum(c.loss_before for c in runs) / n
+
+    def plot(self, panels: dict[str, list[str]] | None = None):
+        """Validation loss against compute (fraction of scratch's FLOPs), means over the seeds: one
+        panel per group of arms, each against scratch, with scratch's final loss (dotted) and the
+        range of its seeds' final losses (grey); a ring where an arm grew. Jumps above the panel
+        (stacking) are cut off: the table has their size."""
+        from matplotlib.figure import Figure
+
+        panels = panels or self.PANELS
+        rows = (len(panels) + 1) // 2
+        fig = Figure(figsize=(7.6, 3.3 * rows), layout="constrained")
+        axes = fig.subplots(rows, 2, sharex=True, sharey=True).flatten()
+        styles = [("tab:blue", "-"), ("tab:orange", "-"), ("tab:green", "-"), ("tab:red", "--")]
+        for ax, (title, arms) in zip(axes, panels.items()):
+            ax.axhspan(min(self.scratch_final_losses), max(self.scratch_final_losses), color="0.85")
+            ax.axhline(self.target_loss, color="black", ls=":", lw=1.2)
+            xs, ys, _, _ = self.mean_curve("scratch")
+            ax.plot(xs, ys, color="black", lw=2.5, label="scratch")
+            for k, (arm, (colour, ls)) in enumerate(zip(arms, styles)):
+                xs, ys, at, before = self.mean_curve(arm)
+                ax.plot(xs, ys, color=colour, ls=ls, lw=1.6, label=arm)
+                if at is not None:
+                    ax.plot([at], [before], color=colour, **_ring(k))
+            ax.set_title(title, fontsize=10)
+            ax.tick_params(labelsize=9)
+            ax.legend(fontsize=9, loc="upper right")
+        for ax in axes[len(panels):]:
+            ax.set_visible(False)
+        top = self.target_loss + 0.42
+        axes[0].set_ylim(self.target_loss - 0.04, top)
+        axes[0].set_xlim(0, 1.02)
+        for ax in axes[-2:]:
+            ax.set_xlabel("compute (fraction of scratch's FLOPs)", fontsize=9)
+        for ax in axes[::2]:
+            ax.set_ylabel("validation loss (nats per byte)", fontsize=9)
+        fig.legend(handles=[
+            ax.plot([], [], color="0.3", **GROWTH_MARK)[0],
+            ax.plot([], [], color="black", ls=":", lw=1.2)[0],
+            ax.fill_between([], [], color="0.85")],
+            labels=["growth step (loss just before it)", "scratch's final loss (mean of its seeds)",
+                    "range of scratch's seeds at the end"], loc="outside lower center", ncol=2, fontsize=9)
+        return fig
+
     def table(self) -> str:
-        lines = [f"{'arm':<31} {'FLOPs to scratch’s loss':>23} {'bound':>5} "
+        w = max(len(a.name) for a in self.arms) + 1
+        lines = [f"{'arm':<{w}} {'FLOPs to scratch’s loss':>23} {'bound':>5} "
                  f"{'loss at 25 / 50 / 75 / 100 %':>30} {'final':>6} {'jump':>6}"]
         for a in self.arms:
             ratios = " ".join("n/r " if x is None else f"{x:.2f}" for x in a.ratios)
             losses = " / ".join("  —  " if None in v else f"{statistics.mean(v):.3f}" for v in a.loss_at.values())
             jump = "" if not a.grown else f"{round(statistics.mean(a.growth_jump), 2) + 0.0:+.2f}"  # no −0.00
             bound = f"{a.bound:.2f}" if a.grown else ""
-            lines.append(f"{a.name:<31} {ratios:>23} {bound:>5} {losses:>30} "
+            lines.append(f"{a.name:<{w}} {ratios:>23} {bound:>5} {losses:>30} "
                          f"{statistics.mean(a.final_losses):>6.3f} {jump:>6}")
         return "\n".join(lines)
 
@@ -494,3 +652,59 @@ def load_lm_growth(path: Path | None = None) -> LMGrowthResults:
                            raw["batch_size"], raw["context"], raw["flops_per_token"], raw["lr"],
                            {float(k): v for k, v in raw["lr_tuning"].items()}, raw["warmup"], raw["decay"],
                            raw["seeds"], s["target_loss"], s["scratch_final_losses"], arms, curves)
+
+
+# --- notebook 07's answer in one figure ------------------------------------------------------------
+
+def plot_growth_verdict(growth: GrowthResults | None = None, lm_growth: LMGrowthResults | None = None):
+    """Does growing pay? Two of the stored measurements, each grown arm at its best against training
+    the big model from scratch on the same compute (means over the seeds): left, the tiny model
+    grown ×8 in width on shift; right, notebook 09's language model grown from 2 to 4 layers.
+    A ring where the model grew; dotted, scratch's final loss. A matplotlib Figure."""
+    from matplotlib.figure import Figure
+
+    growth = growth or load_growth()
+    lm_growth = lm_growth or load_lm_growth()
+    fig = Figure(figsize=(7.6, 3.9), layout="constrained")
+    left, right = fig.subplots(1, 2)
+
+    scratch = growth.arm("from scratch")
+    best = min((a for a in growth.arms if a is not scratch), key=lambda a: a.loss)
+    xs, ys, _ = growth.mean_curve("from scratch")
+    left.plot(xs, ys, color="black", lw=2.5)
+    xs, ys, grown = growth.mean_curve(best.arm)
+    left.plot(xs, ys, color="tab:blue", lw=2)
+    left.plot(grown, [_at(xs, ys, g) for g in grown], color="tab:blue", **GROWTH_MARK)
+    left.axhline(scratch.loss, color="black", ls=":", lw=1.2)
+    left.text(1.0, best.loss - 0.05, f"grown ends at {best.loss:.2f} nats", ha="right", va="top", fontsize=9,
+              color="tab:blue")
+    left.text(1.0, scratch.loss - 0.04, f"scratch ends at {scratch.loss:.2f}", ha="right", va="top", fontsize=9)
+    left.set_ylim(scratch.loss - 0.2, None)
+    left.set_title(f"Shift: the tiny model grown ×8 in width\n({best.arm})", fontsize=10)
+    left.set_ylabel("held-out loss (nats)", fontsize=9)
+
+    arm = lm_growth.best()
+    lo, hi = arm.ratio_range
+    xs, ys, _, _ = lm_growth.mean_curve("scratch")
+    right.plot(xs, ys, color="black", lw=2.5)
+    xs, ys, at, before = lm_growth.mean_curve(arm.name)
+    right.plot(xs, ys, color="tab:blue", lw=2)
+    right.plot([at], [before], color="tab:blue", **GROWTH_MARK)
+    right.axhline(lm_growth.target_loss, color="black", ls=":", lw=1.2)
+    right.annotate(f"scratch's final loss reached\nat {lo:.2f}–{hi:.2f} of its FLOPs", xy=((lo + hi) / 2, lm_growth.target_loss),
+                   xytext=(0.04, lm_growth.target_loss - 0.09), fontsize=9, color="tab:blue", va="bottom",
+                   arrowprops={"arrowstyle": "->", "color": "tab:blue"})
+    right.set_ylim(lm_growth.target_loss - 0.1, lm_growth.target_loss + 0.5)
+    right.set_title("Language model: 2 → 4 layers\n(deepen after 0.8 of the budget)" if arm.name == "deepen 2→4, τ=0.8"
+                    else f"Language model\n({arm.name})", fontsize=10)
+    right.set_ylabel("validation loss (nats per byte)", fontsize=9)
+    for ax in (left, right):
+        ax.set_xlim(0, 1.02)
+        ax.set_xlabel("compute (fraction of scratch's)", fontsize=9)
+        ax.tick_params(labelsize=9)
+    handles = [right.plot([], [], color="black", lw=2.5)[0], right.plot([], [], color="tab:blue", lw=2)[0],
+               right.plot([], [], color="tab:blue", **GROWTH_MARK)[0],
+               right.plot([], [], color="black", ls=":", lw=1.2)[0]]
+    fig.legend(handles, ["the big model from scratch", "grown from a small model", "where it grew",
+                         "scratch's final loss"], loc="outside lower center", ncol=2, fontsize=9)
+    return fig

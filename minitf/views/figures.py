@@ -2,6 +2,7 @@
 
 `draw_batch`: a training batch as two grids of bytes, what the model reads and what it must
 predict, each square coloured by its role, so the output-only loss can be seen at a glance.
+`plot_training`: the curves a checkpoint recorded while it trained, beside baselines.
 """
 from __future__ import annotations
 
@@ -87,4 +88,101 @@ def plot_exact_by_length(rows: dict, trained_up_to: int | None = None):
         ax.plot(lengths, [100 * by_length[n] for n in lengths], style, ms=4, label=name)
     ax.set(xlabel="input length (bytes)", ylabel="exact match (%)", ylim=(-5, 105))
     ax.legend(loc="center right", fontsize=9)
+    return fig
+
+
+def plot_training(metadata: dict, baselines: dict | None = None, title: str | None = None):
+    """The curves `python -m minitf train` stores in a checkpoint's metadata: the training loss (the
+    mean of every `loss_curve_every` steps) and the validation loss, in bits per byte for a text
+    model (its validation entries have `bits_per_byte`), else in nats; each baseline of `baselines`
+    (a dict label → nats, or `text_baselines(...)`) as a dashed line. A matplotlib Figure."""
+    import math
+
+    from matplotlib.figure import Figure
+
+    val = metadata["val_curve"]
+    bits = "bits_per_byte" in val[0]
+    unit, scale = ("bits per byte", 1 / math.log(2)) if bits else ("loss (nats)", 1.0)
+    lines = list(baselines.items()) if baselines is not None else []  # a dict or TextBaselines
+    every = metadata["loss_curve_every"]
+    fig = Figure(figsize=(7, 3.4))
+    ax = fig.subplots()
+    ax.plot([every * (i + 0.5) for i in range(len(metadata["loss_curve"]))],
+            [loss * scale for loss in metadata["loss_curve"]], lw=1, label=f"training (mean of {every} steps)")
+    ax.plot([v["step"] for v in val], [v["loss"] * scale for v in val], "ko-", ms=4, label="validation")
+    for (label, loss), colour in zip(lines, ("0.6", "tab:orange", "tab:red", "tab:purple")):
+        ax.axhline(loss * scale, ls="--", color=colour, lw=1, label=label)
+    top = max([*(loss * scale for _, loss in lines), *(v["loss"] * scale for v in val)])
+    ax.set(xlabel="step", ylabel=unit, ylim=(None, 1.06 * top), title=title or "learning curve")
+    ax.legend(fontsize=9, loc="upper right")
+    return fig
+
+
+def plot_bytes_read(bits, spans, baseline: tuple[str, float] | None = None, title: str | None = None):
+    """A text model's loss against how many bytes it has read (`core.text.loss_by_position`, here
+    in bits per byte: entry t has read t + 1 bytes), on a log axis: each position as a dot, the mean
+    over each span (first, last bytes read) as a bar across it, and a baseline (label, bits) as a
+    dashed line. A matplotlib Figure."""
+    from matplotlib.figure import Figure
+
+    read = list(range(1, len(bits) + 1))
+    fig = Figure(figsize=(7, 3.2))
+    ax = fig.subplots()
+    ax.plot(read, [float(b) for b in bits], "o", ms=3, color="tab:blue", alpha=0.45, label="each position")
+    for i, (a, b) in enumerate(spans):
+        mean = float(sum(bits[a - 1:b]) / (b - a + 1))
+        ax.plot([a - 0.3 * a / 4 if a == b else a, b + 0.3 * b / 4 if a == b else b], [mean, mean],
+                color="tab:blue", lw=3, solid_capstyle="butt", label="mean over a span" if i == 0 else None)
+    if baseline is not None:
+        ax.axhline(baseline[1], ls="--", color="tab:red", lw=1, label=baseline[0])
+    ticks = [2 ** k for k in range(len(bits).bit_length()) if 2 ** k <= len(bits)]
+    ax.set_xscale("log")
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+    ax.set(xlabel="bytes read (the byte to predict is the next one)", ylabel="bits per byte",
+           title=title or "Loss against how much the model has read")
+    ax.legend(fontsize=9, loc="center right")
+    return fig
+
+
+def plot_missing_half(exact, naive, losses: dict):
+    """Origami without the 1/k (notebook 07, section 3). Left: the size (RMS) of each layer's
+    attention output, FFN output and the stream leaving the block, in two `trace`s of the same
+    sequence: the exact ×2 widening and the recipe of copies, every ½ left out. Right: the held-out
+    loss with each part's weights doubled (`losses`: part → loss; "none" is the exact widening,
+    "all" the recipe of copies). A matplotlib Figure."""
+    from matplotlib.figure import Figure
+
+    def rms(t):
+        return t.pow(2).mean().sqrt().item()
+
+    labels, sizes = [], {"exact ×2 (with ½)": [], "copies without ½": []}
+    for l, (a, b) in enumerate(zip(exact.layers, naive.layers)):
+        for name, part in (("attention", "attn_out"), ("FFN", "ffn_out"), ("stream", "output")):
+            labels.append(f"{name}\nlayer {l}")
+            sizes["exact ×2 (with ½)"].append(rms(getattr(a, part)))
+            sizes["copies without ½"].append(rms(getattr(b, part)))
+    fig = Figure(figsize=(7.6, 3.6), layout="constrained")
+    left, right = fig.subplots(1, 2, width_ratios=[1.6, 1])
+    for i, (name, ys) in enumerate(sizes.items()):
+        left.bar([x + (i - 0.5) * 0.38 for x in range(len(labels))], ys, width=0.38, label=name,
+                 color=["tab:blue", "tab:orange"][i])
+    left.set_xticks(range(len(labels)), labels, fontsize=9)
+    left.set_yscale("log")
+    left.set_ylabel("size (RMS, log scale)", fontsize=9)
+    left.set_title("Branches grow, LayerNorm resets the stream", fontsize=10)
+    left.set_xlabel("attention and FFN outputs; the stream leaving each block", fontsize=9)
+    left.tick_params(labelsize=9)
+    left.legend(fontsize=9)
+    parts = [p for p in losses if p != "none"]
+    right.barh(range(len(parts)), [losses[p] for p in parts],
+               color=["tab:red" if p == "all" else "tab:orange" for p in parts])
+    right.axvline(losses["none"], color="tab:blue", ls="--", lw=2, label=f"exact ×2: {losses['none']:.2f}")
+    right.set_yticks(range(len(parts)), [f"{p} doubled" for p in parts], fontsize=9)
+    right.invert_yaxis()
+    right.set_xlim(0.85 * losses["none"], None)
+    right.set_xlabel("held-out loss (nats)", fontsize=9)
+    right.set_title("What each missing ½ costs", fontsize=10)
+    right.tick_params(labelsize=9)
+    right.legend(fontsize=9, loc="lower right")
     return fig

@@ -1,0 +1,142 @@
+"""What notebook 07 says about whether growing pays (its section 7, a few sentences and one figure),
+and the summary of notebook 13, the report it links to, held to the stored benchmark results.
+Notebook 13's own sections are held in tests/test_results_origami.py and tests/test_lm_growth.py."""
+import json
+import statistics
+
+import pytest
+
+import minitf
+from conftest import ROOT
+from minitf.experiments.results import (GROWTH_START, load_growth, load_lm_growth, load_recipe_growth,
+                                        plot_growth_verdict)
+
+
+def markdown(name: str) -> str:
+    nb = json.loads((ROOT / "notebooks" / name).read_text())
+    return " ".join(" ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown").split())
+
+
+@pytest.fixture(scope="module")
+def section7():
+    text = markdown("07_origami_expansion.ipynb")
+    return text[text.index("## 7. Does growing pay?"):]
+
+
+@pytest.fixture(scope="module")
+def growth():
+    return load_growth()
+
+
+@pytest.fixture(scope="module")
+def lm_growth():
+    return load_lm_growth()
+
+
+def test_07_shift_sentences(section7, growth):
+    scratch = growth.arm("from scratch")
+    grown = [a for a in growth.arms if a is not scratch]
+    best = min(grown, key=lambda a: a.loss)
+    assert len(grown) == 5 and "the best of five ways to grow" in section7
+    assert f"ends at a held-out loss of {best.loss:.2f} nats, the big model from scratch at {scratch.loss:.2f}" in section7
+    assert all(a.loss > scratch.loss for a in grown)  # "every way of growing ended worse than scratch"
+    assert f"({min(a.loss for a in grown):.2f}–{max(a.loss for a in grown):.2f})" in section7
+    big = json.loads((ROOT / "minitf/experiments/stored/origami_growth.json").read_text())["big_config"]
+    assert (big["n_heads"], big["head_dim"]) == (16, 2) and "sixteen random heads" in section7
+    tiny = minitf.load(GROWTH_START)
+    assert f"got {tiny.metadata['val']['char_accuracy']:.0%} of held-out characters right".replace("%", " %") in section7
+
+
+def test_07_recipe_sentence(section7):
+    recipe = load_recipe_growth()
+    grows = [r for r in recipe.runs if r.arm != "from scratch"]
+    ratios = [r.reach["exact match ≥ 99 %"][1] for r in grows]
+    assert f"needed {min(ratios):.2f}–{max(ratios):.2f} of scratch's compute to get 99 %" in section7
+    for seed in recipe.seeds:  # "and ended with a worse loss"
+        scratch = recipe.run("from scratch", seed)
+        assert all(r.final_loss > scratch.final_loss for r in grows if r.seed == seed)
+
+
+def test_07_language_model_sentences(section7, lm_growth):
+    best = lm_growth.best()
+    lo, hi = best.ratio_range
+    assert best.name == "deepen 2→4, τ=0.8" and len(best.ratios) == len(lm_growth.seeds) == 3
+    assert "grown from 2 to 4 layers by `deepen` after 0.8 of the budget" in section7
+    assert f"with {lo:.2f}–{hi:.2f} of scratch's FLOPs, in each of three seeds: about 10 % saved" in section7
+    assert 0.085 < 1 - statistics.mean(best.ratios) < 0.115
+    claimed = [a for a in lm_growth.arms if a.beats_scratch_range]
+    ratios = [x for a in claimed for x in a.ratios]
+    assert len(claimed) == 4 and "The four ways of growing that beat scratch saved" in section7
+    assert f"saved {round(100 * (1 - max(ratios)))} %–{round(100 * (1 - min(ratios)))} %" in section7
+    assert not any(a.goal_met for a in lm_growth.arms) and min(ratios) > 0.85  # "none came near 30 %"
+    # "ahead of scratch at the same compute (1.94 against 2.00 nats at half the budget)"
+    two = statistics.mean(lm_growth.arm("deepen 2→4, τ=0.8").loss_at[0.5])
+    scratch = statistics.mean(lm_growth.arm("scratch").loss_at[0.5])
+    assert f"({two:.2f} against {scratch:.2f} nats at half the budget)" in section7 and two < scratch
+    # the takeaway: "9 %–10 % fewer FLOPs in every seed"
+    assert f"{round(100 * (1 - hi))} %–{round(100 * (1 - lo))} % fewer FLOPs in every seed" in section7
+
+
+def test_07_published_range_is_the_one_notebook_12_cites(section7):
+    report = markdown("13_growth_report.ipynb")
+    cited = {"saved 22 % of compute": 22, "bert2BERT about 45 %": 45, "LiGO about 40 %": 40,
+             "G_stack 54.6 % at 7B": 54.6}
+    assert all(phrase in report for phrase in cited)
+    assert f"Published savings of {min(cited.values()):.0f}–{max(cited.values()):.0f} %" in section7
+    assert "models of 10⁸–10¹⁰ parameters" in section7 and "models of 10⁸–10¹⁰ parameters" in report  # 7B < 10¹⁰
+
+
+def test_the_verdict_figure_draws_the_arms_the_text_names(growth, lm_growth):
+    fig = plot_growth_verdict(growth, lm_growth)
+    texts = " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
+    assert "grow after 300, Adam kept" in texts and "2 → 4 layers" in texts and "deepen after 0.8" in texts
+    lo, hi = lm_growth.best().ratio_range
+    assert f"{lo:.2f}–{hi:.2f}" in texts
+
+
+def test_12_summary(lm_growth):
+    summary = markdown("13_growth_report.ipynb")
+    summary = summary[summary.index("## Summary"):]
+    best = lm_growth.best()
+    assert "about 10 % of the FLOPs in every seed, far from the 30 %" in summary
+    assert 0.085 < 1 - statistics.mean(best.ratios) < 0.115 and max(best.ratios) < min(
+        x for x in lm_growth.arm("scratch").ratios if x is not None)
+
+
+def test_07_what_the_missing_half_costs():
+    """Section 3: "the recipe without ½ costs almost two nats: the head's 2× alone costs 0.8, the FFN's
+    mix with the residual 0.6", and the call-out's "6.07 instead of the small model's 4.14"."""
+    import copy
+
+    import torch
+    from minitf.core.origami import widen
+
+    text = markdown("07_origami_expansion.ipynb")
+    tiny = minitf.load(GROWTH_START)
+    val = minitf.make_batch(minitf.read_pairs(ROOT / "data" / "val.txt"))
+    exact = widen(tiny, 2, noise=0.0, inputs=val.ids).model
+
+    def loss(model):
+        model.eval()
+        with torch.no_grad():
+            return minitf.masked_loss(model(val.ids), val.targets).item()
+
+    def doubled(part):  # the notebook's `double`: the weights of `part` without their ½
+        out = copy.deepcopy(exact)
+        with torch.no_grad():
+            for block in out.blocks:
+                if part in ("FFN", "all"):
+                    block.ffn.up.weight *= 2
+                    block.ffn.down.weight *= 2
+                if part == "all":
+                    block.attn.qkv.weight *= 2
+                    block.attn.out.weight *= 2
+            if part in ("head", "all"):
+                out.head.weight *= 2
+        return out
+
+    base, head, ffn, every = loss(exact), loss(doubled("head")), loss(doubled("FFN")), loss(doubled("all"))
+    assert 1.85 < every - base < 2 and "costs almost two nats" in text
+    assert f"the head's 2× alone costs {head - base:.1f}, the FFN's mix with the residual {ffn - base:.1f}" in text
+    assert f"starts at a held-out loss of {every:.2f} instead of the small model's {base:.2f}" in text
+    assert abs(base - loss(tiny)) < 1e-3  # the exact widening keeps the tiny model's loss

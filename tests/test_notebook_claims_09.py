@@ -1,0 +1,106 @@
+"""What notebook 09 says in words about lm.pt, held to the checkpoint: how far back it reads (its loss
+by the number of bytes read) and how word-like its samples are at each temperature (the share of
+their words that occur in the training text, as notebook 03 measures it)."""
+import json
+import math
+
+import pytest
+import torch
+
+import minitf
+from conftest import ROOT
+from minitf.core.checkpoint import describe
+from minitf.core.text import loss_by_position
+
+LN2 = math.log(2)
+SPANS = [(1, 1), (2, 4), (5, 8), (9, 16), (17, 32), (33, 64)]
+
+
+def markdown() -> str:
+    nb = json.loads((ROOT / "notebooks" / "09_language_model.ipynb").read_text())
+    return " ".join(" ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown").split())
+
+
+def code() -> str:
+    nb = json.loads((ROOT / "notebooks" / "09_language_model.ipynb").read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+
+
+@pytest.fixture(scope="module")
+def lm():
+    torch.set_num_threads(1)
+    return minitf.load(ROOT / "data" / "checkpoints" / "lm.pt")
+
+
+@pytest.fixture(scope="module")
+def text():
+    return minitf.read_text(ROOT / "data" / "text" / "tinyshakespeare.txt", 64)
+
+
+@pytest.fixture(scope="module")
+def spans(lm, text):
+    """Bits per byte of lm.pt by bytes read, averaged over each span, on the notebook's 400 windows."""
+    bits = loss_by_position(lm, text.val, max_windows=400) / LN2
+    return {span: bits[span[0] - 1:span[1]].mean().item() for span in SPANS}
+
+
+def test_loss_by_position_agrees_with_the_mean_loss(lm, text):
+    by_position = loss_by_position(lm, text.val, max_windows=50)
+    assert by_position.shape == (64,)
+    assert by_position.mean().item() == pytest.approx(minitf.evaluate_text(lm, text.val, max_windows=50)["loss"],
+                                                      rel=1e-5)
+
+
+def test_how_far_back_lm_reads(spans, text):
+    said = markdown()
+    assert "max_windows=400" in code() and "Scoring 400 validation windows" in said
+    bigram = minitf.text_baselines(text).bigram / LN2
+    meta = minitf.load(ROOT / "data" / "checkpoints" / "lm.pt").metadata
+    assert f"the bigram pays {bigram:.2f} for each byte, `lm.pt` {meta['val']['bits_per_byte']:.2f}" in said
+    s = [spans[span] for span in SPANS]
+    # "with one byte read the model pays 3.57 bits, what the bigram pays"
+    assert f"With one byte read the model pays {s[0]:.2f} bits, what the bigram pays" in said
+    assert abs(s[0] - bigram) < 0.05
+    assert f"two to four bytes brings it to {s[1]:.2f}, five to eight to {s[2]:.2f}, nine to sixteen to {s[3]:.2f}" in said
+    assert f"further on it stays between {min(s[4:]):.2f} and {max(s[4:]):.2f}" in said
+    # "the bytes from 17 to 63 back add nothing measurable; the last 32 a little worse than the 16 before"
+    assert abs(s[5] - s[3]) < 0.05 and s[5] > s[4]
+    # the takeaway: "almost all it gains comes from the last dozen or so bytes"
+    assert (bigram - s[3]) / (bigram - min(s[4:])) > 0.95
+    assert "almost all it gains comes from the last dozen or so bytes" in said
+
+
+def word_share(sample: bytes, words: set) -> float:
+    written = sample.decode("utf-8", errors="replace").split()[:-1]  # the last word may be cut short
+    return sum(w in words for w in written) / len(written)
+
+
+def test_the_lowest_temperature_writes_the_most_words(lm, text):
+    said = markdown()
+    lm64 = lm.double()
+    words = set(bytes(text.train.data.tolist()).decode().split())
+    shown = {T: word_share(minitf.generate_text(lm64, "ROMEO:\n", 120, temperature=T, seed=0), words)
+             for T in (0.5, 1.0, 1.5)}
+    assert shown[0.5] == 1 and "all of its words occur in the training text" in said
+    assert f"against {shown[1.0]:.0%} at $T = 1$".replace("%", " %") in said
+    assert f"and {shown[1.5]:.0%} at $T = 1.5$".replace("%", " %") in said
+    # "five samples of 200 bytes per temperature (random seeds 0–4) give 97 %, 85 % and 53 % on
+    # average, in that order for every seed"
+    share = {T: [word_share(minitf.generate_text(lm64, "ROMEO:\n", 200, temperature=T, seed=s), words)
+                 for s in range(5)] for T in (0.5, 1.0, 1.5)}
+    for s in range(5):
+        assert share[0.5][s] > share[1.0][s] > share[1.5][s]
+    means = " ".join(f"{sum(v) / 5:.0%}".replace("%", " %") for v in share.values())
+    assert "give " + means.replace(" % ", " %, ", 1).replace(" % ", " % and ", 1) + " on average, in that order for every seed" in said
+
+
+def test_describe_says_what_a_checkpoint_was_trained_with(lm):
+    lines = describe(lm.metadata).splitlines()
+    assert lines[0] == f"trained by: {lm.metadata['command']}"
+    assert "3,000 steps, random seed 0" in lines[1] and "windows of 64 bytes" in lines[1]
+    assert lines[2] == "validation at step 3,000 (111,488 bytes): loss 1.610 nats per byte = 2.32 bits per byte"
+    pairs = describe({"steps": 10, "val": {"step": 10, "loss": 0.0002, "char_accuracy": 1.0, "exact_match": 0.5}})
+    assert pairs.splitlines() == ["10 steps",
+                                  "validation at step 10: loss 2.0e-04 nats, characters right 100.0%, "
+                                  "whole outputs right 50.0%"]
+    assert describe({}) == "no training record in this checkpoint"
