@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from ..core.generate import continue_ids, next_byte_probs, sample
+from ..core.generate import continue_ids, sample
 from ..core.tokens import show
-from .sampling_view import NextByteBars, _html
+from .sampling_view import NextByteBars, _html, slider_probs
 
 
 class TextSampler(NextByteBars):
@@ -46,7 +46,7 @@ class TextSampler(NextByteBars):
         drawn_from = []
 
         def pick(logits):  # temperature 0: the one-hot of the argmax, so the draw is greedy
-            probs = next_byte_probs(logits, temperature, top_k, top_p)
+            probs = slider_probs(logits, temperature, top_k, top_p)
             drawn_from.append(probs)
             return sample(probs, gen)
 

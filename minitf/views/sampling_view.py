@@ -17,6 +17,16 @@ from ..core.tokens import EOS, TAB, byte_label, show, to_bytes
 from .pictures import ShowsPicture, figure_png, output_png, picture_of
 
 
+def slider_probs(logits: torch.Tensor, temperature: float, top_k: int | None,
+                 top_p: float | None) -> torch.Tensor:
+    """next_byte_probs for the sliders, which are all live at once: at temperature 0 (greedy)
+    top-k and top-p change nothing, so they are left out here instead of refused
+    (minitf.core.generate.check_sampling refuses greedy together with either)."""
+    if temperature == 0:
+        top_k = top_p = None
+    return next_byte_probs(logits, temperature, top_k, top_p)
+
+
 @torch.no_grad()
 def sample_output(model, text: bytes | str, temperature: float = 0.0, top_k: int | None = None,
                   top_p: float | None = None, seed: int = 0, max_new_tokens: int = 40):
@@ -29,7 +39,7 @@ def sample_output(model, text: bytes | str, temperature: float = 0.0, top_k: int
     out, steps = [], []
     for _ in range(min(max_new_tokens, model.config.max_len - len(seq))):
         logits = model(torch.tensor([seq]))[0, -1]  # (V,) the next byte's logits
-        probs = next_byte_probs(logits, temperature, top_k, top_p)
+        probs = slider_probs(logits, temperature, top_k, top_p)
         steps.append(probs)
         nxt = int(probs.argmax()) if temperature == 0 else int(torch.multinomial(probs, 1, generator=gen))
         if nxt == EOS:
