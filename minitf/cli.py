@@ -2,25 +2,30 @@
 
 Pairs by default; `--text FILE` trains and evaluates a language model on a text file instead.
 `--device` runs on a GPU; `train --trainer lightning` hands the same training to PyTorch Lightning
-(several GPUs or machines with --devices, --num-nodes, --strategy ddp)."""
+(several GPUs or machines with --devices, --num-nodes, --strategy ddp). `info FILE` describes a
+checkpoint. A bad input is one line on stderr, `minitf: error: …`, and exit status 2."""
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import os
 import shlex
 import signal
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
+from . import __version__
 from .core import recipes
 from .core.checkpoint import CheckpointError, load, save, train_state
 from .core.config import Config
-from .core.data import TASKS, DataError, make_pairs, make_splits, read_pairs, write_pairs
+from .core.data import (TASKS, DataError, iter_pairs, make_splits, parse_line, read_pairs,
+                        write_pairs)
 from .core.devices import CHOICES as DEVICES, pick_device
 from .core.evaluate import evaluate
-from .core.generate import generate, generate_text
+from .core.generate import check_sampling, generate, generate_text
 from .core.model import Transformer, count_parameters
 from .core.text import evaluate_text, read_text, text_baselines
 from .core.train import train
@@ -29,6 +34,114 @@ from .core.train import train
 def fail(message: str) -> int:
     print(f"minitf: error: {message}", file=sys.stderr)
     return 2
+
+
+def warn(message: str) -> None:
+    print(f"minitf: warning: {message}", file=sys.stderr)
+
+
+# --- checks on the flags, before any work ---------------------------------------------------------
+
+# Flags that count something, per command: each must be a whole number >= 1 (None: not given).
+AT_LEAST_ONE = {
+    "train": {"--steps": "training steps", "--batch-size": "pairs or windows per step",
+              "--threads": "CPU threads",
+              "--eval-every": "steps between two validations; leave it out to validate once, "
+                              "at the end",
+              "--n-train": "generated training pairs", "--pair-len": "bytes of the longest "
+              "generated input", "--context": "bytes per training window",
+              "--d-model": "the model's width", "--n-heads": "attention heads per layer",
+              "--n-layers": "blocks", "--d-ff": "the feed-forward width",
+              "--max-len": "the longest sequence the model reads", "--num-nodes": "machines"},
+    "data make": {"--n": "pairs to make", "--min-len": "bytes of the shortest input",
+                  "--max-len": "bytes of the longest input"},
+    "data check": {"--max-len": "the longest sequence a model reads"},
+    "eval": {"--context": "bytes per window"},
+    "generate": {"--max-new": "bytes to generate"},
+}
+
+
+def dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def check_args(args) -> str | None:
+    """What is wrong with the flags given, or None: numbers out of range and flags that would be
+    silently ignored, found before any work (a bad value halfway through a run would be a traceback
+    or, worse, a result that does not mean what was asked)."""
+    command = args.command + (f" {args.data_cmd}" if args.command == "data" else "")
+    for flag, meaning in AT_LEAST_ONE.get(command, {}).items():
+        value = getattr(args, dest(flag), None)
+        if value is not None and value < 1:
+            return f"{flag} must be a whole number >= 1 ({meaning}), got {value}"
+    if command == "train":
+        if not (math.isfinite(args.lr) and args.lr > 0):
+            return f"--lr must be a number > 0 (the peak learning rate), got {args.lr}"
+        if args.warmup < 0:
+            return f"--warmup must be >= 0 (steps of linear warm-up), got {args.warmup}"
+        if isinstance(args.devices, int) and args.devices < 1:
+            return f"--devices must be a whole number >= 1 or auto, got {args.devices}"
+        if args.text and (args.train or args.val):
+            given = [f for f in ("--train", "--val") if getattr(args, dest(f))]
+            named = " and ".join(given) + (" name pairs files" if len(given) > 1
+                                           else " names a pairs file")
+            return (f"{named}, and --text trains a language model on a text instead: give one "
+                    "or the other")
+        if args.text and args.skip_bad_lines:
+            return "--skip-bad-lines is for pairs files; --text reads every byte of its file"
+        if args.text:
+            warn_if_pairs_file(args.text)
+    if command == "eval":
+        if args.text and args.data:
+            return (f"give a pairs file ({args.data}) or --text FILE ({args.text}), not both: "
+                    "a pairs file scores a pairs model, --text a language model")
+        if args.context is not None and not args.text:
+            return "--context is the window length for --text; a pairs file has no windows"
+        if args.skip_bad_lines and args.text:
+            return "--skip-bad-lines is for pairs files; --text reads every byte of its file"
+    return None
+
+
+def warn_if_pairs_file(path) -> None:
+    """--text given a pairs file (Base64 lines of `input TAB output`) is allowed, but is most
+    likely a mistake: say so on stderr. Judged on its first 20 non-blank lines."""
+    try:
+        with open(path, encoding="ascii", errors="strict") as f:
+            lines = [line.strip() for _, line in zip(range(200), f) if line.strip()][:20]
+        for line in lines:
+            parse_line(line)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return
+    if lines:
+        warn(f"{path} looks like a pairs file (Base64 lines of input TAB output): --text reads "
+             "it as plain bytes, Base64 and all; a pairs file goes without --text")
+
+
+def read_pairs_arg(path, args, max_len: int | None = None):
+    """A pairs file named on the command line: strictly (a bad line is an error, and main points
+    to `data check`), or with --skip-bad-lines only its good pairs, saying how many were skipped."""
+    if not getattr(args, "skip_bad_lines", False):
+        return read_pairs(path, max_len=max_len)
+    pairs, report = read_pairs(path, strict=False, max_len=max_len)
+    check = f"python -m minitf data check {shlex.quote(str(path))}"
+    if not pairs:
+        raise ValueError(f"{path}: none of its {report.lines} lines is a pair (`{check}` says why)")
+    if report.skipped:
+        warn(f"{path}: skipped {len(report.skipped)} bad lines of {report.lines} and read "
+             f"{report.pairs} pairs (--skip-bad-lines; `{check}` lists them)")
+    return pairs
+
+
+def model_kind(model) -> str | None:
+    """"text" for a language model (`train --text` records the text and context in the
+    checkpoint), "pairs" for a model `train` trained on pairs (its metadata has an exact match),
+    None when the metadata does not say (e.g. a model saved from Python)."""
+    meta = model.metadata
+    if "text" in meta:
+        return "text"
+    if isinstance(meta.get("val"), dict) and "exact_match" in meta["val"]:
+        return "pairs"
+    return None
 
 
 def cmd_data_check(args) -> int:
@@ -42,12 +155,35 @@ def cmd_data_check(args) -> int:
     return 1 if bad else 0
 
 
+MAX_PAIRS = 10_000_000  # data make's limit: beyond it, the inputs kept distinct outgrow memory
+PROGRESS_FROM = 100_000  # data make shows a progress bar from this many pairs (about a second)
+
+
+def make_estimate(n: int, min_len: int, max_len: int) -> str:
+    """What `data make` of n pairs would cost: file size, memory, time (measured rates)."""
+    lengths = range(min_len, max_len + 1)
+    line = sum(4 * math.ceil((2 * k + 1) / 3) + 1 for k in lengths) / len(lengths)  # Base64 + \n
+    memory = sum(100 + k for k in lengths) / len(lengths)  # an input kept in a set: ~100 B + bytes
+    seconds = n * 5e-6  # 4-6 µs a pair, measured on the course's busy 2-core CPU (10M: 40 s, 1 GB)
+    return (f"about {n * line / 1e9:.1f} GB of file, {n * memory / 1e9:.1f} GB of memory (every "
+            f"input is kept to make them distinct) and {seconds / 60:.0f} minutes")
+
+
 def cmd_data_make(args) -> int:
+    if args.n > MAX_PAIRS:
+        cost = make_estimate(args.n, args.min_len, args.max_len)
+        return fail(f"--n {args.n:,} is more than data make makes at once ({MAX_PAIRS:,} "
+                    f"pairs): it would take {cost}. A model trains on far fewer (the course's: "
+                    "20,000 to 30,000)")
     exclude = [p.input for f in args.exclude for p in read_pairs(f)]
-    pairs = make_pairs(args.task, args.n, args.seed, min_len=args.min_len, max_len=args.max_len,
-                       exclude=exclude, repeats=args.repeats)
-    write_pairs(args.out, pairs, overwrite=args.force)
-    print(f"wrote {len(pairs)} {args.task} pairs (seed {args.seed}) to {args.out}")
+    pairs = iter_pairs(args.task, args.n, args.seed, min_len=args.min_len, max_len=args.max_len,
+                       exclude=exclude, repeats=args.repeats)  # checked now, drawn while writing
+    if args.n >= PROGRESS_FROM and not args.no_progress:
+        from tqdm.auto import tqdm
+        pairs = tqdm(pairs, total=args.n, desc="data make", unit=" pairs", unit_scale=True,
+                     leave=False, mininterval=0.5)
+    write_pairs(args.out, pairs, overwrite=args.force)  # streamed: memory holds no list of pairs
+    print(f"wrote {args.n} {args.task} pairs (seed {args.seed}) to {args.out}")
     return 0
 
 
@@ -69,11 +205,11 @@ def max_len(args) -> int:
 
 def train_val_pairs(args):
     """The pairs `train` uses: the --train/--val files, or generated ones (data.make_splits)."""
-    given = read_pairs(args.train) if args.train else None
+    given = read_pairs_arg(args.train, args) if args.train else None
     train_pairs, val_pairs = make_splits(args.task, args.n_train, 0 if args.val else args.n_val,
                                          args.seed, max_len=args.pair_len, repeats=args.repeats,
                                          val_repeats=args.val_repeats, train=given)
-    return train_pairs, (read_pairs(args.val) if args.val else val_pairs)
+    return train_pairs, (read_pairs_arg(args.val, args) if args.val else val_pairs)
 
 
 LOSS_CURVE_EVERY = 10  # the stored training-loss curve: the mean of every 10 steps
@@ -300,7 +436,12 @@ def target_reached(args):
 def train_with_lightning(args, model, train_data, val_data, described):
     """`train --trainer lightning`: (History, what to record of the run), or (None, None) in every
     process but the first of a multi-process run."""
-    import lightning
+    try:
+        import lightning
+    except ImportError:
+        raise ValueError("--trainer lightning needs PyTorch Lightning, an optional extra: "
+                         "pip install -e '.[lightning]'") from None
+    from lightning.fabric.utilities.exceptions import MisconfigurationException
     from lightning.pytorch.utilities import rank_zero_only
 
     from .lightning import MinitfDataModule, fit
@@ -311,8 +452,13 @@ def train_with_lightning(args, model, train_data, val_data, described):
         print(f"model: {count_parameters(model):,} parameters, {described}; Lightning "
               + ", ".join(f"{k} {v}" for k, v in options.items()))
     data = MinitfDataModule(train_data, val_data, batch_size=args.batch_size, seed=args.seed)
-    hist = fit(model, data, steps=args.steps, lr=args.lr, warmup=args.warmup, seed=args.seed,
-               eval_every=args.eval_every, enable_progress_bar=not args.no_progress, **options)
+    try:
+        hist = fit(model, data, steps=args.steps, lr=args.lr, warmup=args.warmup, seed=args.seed,
+                   eval_every=args.eval_every, enable_progress_bar=not args.no_progress, **options)
+    except MisconfigurationException as e:  # e.g. --accelerator gpu on a machine without one
+        asked = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in options.items())
+        raise ValueError(f"Lightning cannot run {asked}: {' '.join(str(e).split())} "
+                         "(--accelerator auto uses what this machine has)") from None
     if not hist.trainer.is_global_zero:
         return None, None
     model.cpu()
@@ -327,7 +473,17 @@ def devices_arg(value: str):
 
 def cmd_eval(args) -> int:
     model = load(args.checkpoint).to(pick_device(args.device))
+    kind = model_kind(model)
+    if args.text and kind == "pairs":
+        return fail(f"{args.checkpoint} is a pairs model (trained on input TAB output pairs), and "
+                    "--text scores a language model: give a pairs file instead "
+                    f"(python -m minitf eval {shlex.quote(args.checkpoint)} FILE)")
+    if args.data and kind == "text":
+        return fail(f"{args.checkpoint} is a language model (trained with --text "
+                    f"{model.metadata['text']}), and a pairs file scores a pairs model: give "
+                    "--text FILE instead")
     if args.text:
+        warn_if_pairs_file(args.text)
         context = args.context or model.metadata.get("context", model.config.max_len)
         text = read_text(args.text, context, max_len=model.config.max_len)
         metrics = evaluate_text(model, text.val)
@@ -342,25 +498,34 @@ def cmd_eval(args) -> int:
         return 0
     if not args.data:
         return fail("eval needs a pairs file, or --text FILE for a language model")
-    metrics = evaluate(model, read_pairs(args.data, max_len=model.config.max_len))
+    metrics = evaluate(model, read_pairs_arg(args.data, args, max_len=model.config.max_len))
     print(json.dumps({k: round(v, 4) for k, v in metrics.items()}))
     return 0
 
 
+# check_sampling's messages on the command line name the flags
+SAMPLING_FLAGS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "--top-p",
+                  "greedy": "--greedy"}
+
+
 def cmd_generate(args) -> int:
     model = load(args.checkpoint).to(pick_device(args.device))
-    if "text" in model.metadata:  # a language model: continue each prompt
-        for prompt in args.text:
-            out = generate_text(model, prompt, args.max_new or 200, greedy=args.greedy,
-                                temperature=1.0 if args.temperature is None else args.temperature,
-                                top_k=args.top_k, top_p=args.top_p, seed=args.seed)
-            print(prompt + out.decode("utf-8", errors="backslashreplace"))
-        return 0
-    temperature = 0.0 if args.greedy or args.temperature is None else args.temperature
+    lm = model_kind(model) == "text"  # a language model continues each prompt
+    temperature = check_sampling(args.temperature, args.top_k, args.top_p, greedy=args.greedy,
+                                 vocab_size=model.config.vocab_size, default=1.0 if lm else 0.0,
+                                 names=SAMPLING_FLAGS)
+    sampling = {"temperature": temperature, "top_k": args.top_k, "top_p": args.top_p,
+                "seed": args.seed}
+    lines = []  # every input is answered before anything is printed: all of them, or an error
     for text in args.text:
-        out = generate(model, text, args.max_new or 64, temperature=temperature, top_k=args.top_k,
-                       top_p=args.top_p, seed=args.seed)
-        print(f"{text}\t{out.decode('utf-8', errors='backslashreplace')}")
+        if lm:
+            new = 200 if args.max_new is None else args.max_new
+            out = generate_text(model, text, new, **sampling)
+            lines.append(text + out.decode("utf-8", errors="backslashreplace"))
+        else:
+            out = generate(model, text, 64 if args.max_new is None else args.max_new, **sampling)
+            lines.append(f"{text}\t{out.decode('utf-8', errors='backslashreplace')}")
+    print("\n".join(lines))
     return 0
 
 
@@ -369,38 +534,119 @@ def cmd_doctor(args) -> int:
     return doctor.main()
 
 
+def cmd_info(args) -> int:
+    model = load(args.checkpoint)
+    meta = dict(model.metadata)
+    if args.json:
+        print(json.dumps({"config": model.config.to_dict(), "parameters": count_parameters(model),
+                          "metadata": meta}, indent=1))
+        return 0
+    kind = {"text": "a language model", "pairs": "a pairs model (input TAB output)",
+            None: "a model whose metadata does not say what it was trained on"}[model_kind(model)]
+    rows = [("config", " ".join(f"{k}={v}" for k, v in model.config.to_dict().items()))]
+    if "command" in meta:
+        rows.append(("command", meta.pop("command")))
+    if "text" in meta:
+        rows.append(("text", f"{meta.pop('text')}, context {meta.pop('context', '?')}"))
+    trained = [f"{meta.pop('steps')} steps" if "steps" in meta else None,
+               f"seed {meta.pop('seed')}" if "seed" in meta else None,
+               f"{meta.pop('train_seconds')} s" if "train_seconds" in meta else None]
+    if any(trained):
+        rows.append(("training", ", ".join(t for t in trained if t)))
+    if isinstance(meta.get("val"), dict):
+        val = meta.pop("val")
+        rows.append(("validation", ", ".join(f"{k} {format_number(v)}" for k, v in val.items())))
+    curve = meta.pop("val_curve", None)
+    if isinstance(curve, list) and curve:
+        steps = ", ".join(str(v.get("step")) for v in curve[:8]) + (" …" if len(curve) > 8 else "")
+        rows.append(("val curve", f"{len(curve)} validations, at steps {steps}"))
+    losses, every = meta.pop("loss_curve", None), meta.pop("loss_curve_every", None)
+    if isinstance(losses, list) and losses:
+        rows.append(("loss curve", f"{len(losses)} means of {every or '?'} steps: "
+                     f"{format_number(losses[0])} first, {format_number(losses[-1])} last"))
+    rows += [(key, json.dumps(value) if isinstance(value, (dict, list)) else str(value))
+             for key, value in meta.items()]
+    print(f"{args.checkpoint}: {kind}, {count_parameters(model):,} parameters")
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(textwrap.fill(value, 100, initial_indent=f"  {key:<{width}}  ",
+                            subsequent_indent=" " * (width + 4), break_on_hyphens=False,
+                            break_long_words=False))
+    return 0
+
+
+def format_number(v) -> str:
+    return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with minitf's one-line errors: `minitf: error: …` and where the options are."""
+
+    def error(self, message):
+        self.exit(2, f"minitf: error: {message} (see {self.prog} --help)\n")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """--help shows each option's default where it has one that its help does not already state."""
+
+    def _get_help_string(self, action):
+        help = action.help or ""
+        unset = action.default is None or action.default is False or action.default == []
+        if (unset or action.default == argparse.SUPPRESS or not action.option_strings
+                or "%(default)" in help or "default" in help.lower()):
+            return help
+        return f"{help} (default: %(default)s)" if help else "default: %(default)s"
+
+
 def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     """The command line; train_defaults replace `train`'s defaults (a recipe's flags)."""
-    p = argparse.ArgumentParser(prog="python -m minitf", description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
+    p = Parser(prog="python -m minitf", description=__doc__, formatter_class=HelpFormatter,
+               epilog=textwrap.fill("`python -m minitf COMMAND --help` lists a command's options. "
+                                    "Alone, `python -m minitf` prints this help and exits with "
+                                    "status 2 (a usage error).", 79))
+    p.add_argument("--version", action="version", version=f"minitf {__version__}")
+    p.set_defaults(func=None)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    kw = {"formatter_class": HelpFormatter}
 
-    data = sub.add_parser("data", help="check or make pairs files").add_subparsers(dest="data_cmd", required=True)
-    c = data.add_parser("check", help="report every bad line as FILE:LINE: reason (exit 1 if any)")
-    c.add_argument("files", nargs="+")
+    d = sub.add_parser("data", help="check or make pairs files", **kw)
+    data = d.add_subparsers(dest="data_cmd", metavar="{check,make}")
+    c = data.add_parser("check", help="report every bad line as FILE:LINE: reason (exit 1 if any)",
+                        **kw)
+    c.add_argument("files", nargs="+", metavar="FILE", help="pairs files")
     c.add_argument("--max-len", type=int, default=None, help="also flag pairs longer than this")
     c.set_defaults(func=cmd_data_check)
-    m = data.add_parser("make", help="generate a task's pairs into a file")
-    m.add_argument("--task", choices=sorted(TASKS), default="shift")
-    m.add_argument("--n", type=int, required=True)
-    m.add_argument("--seed", type=int, default=0)
-    m.add_argument("--min-len", type=int, default=1)
-    m.add_argument("--max-len", type=int, default=12)
+    m = data.add_parser("make", help="generate a task's pairs into a file", **kw)
+    m.add_argument("--task", choices=sorted(TASKS), default="shift",
+                   help="the rule from input to output")
+    m.add_argument("--n", type=int, required=True,
+                   help=f"how many distinct pairs (at most {MAX_PAIRS:,}; streamed to the file)")
+    m.add_argument("--seed", type=int, default=0, help="random seed: the same file every time")
+    m.add_argument("--min-len", type=int, default=1, help="shortest input, in bytes")
+    m.add_argument("--max-len", type=int, default=12, help="longest input, in bytes")
     m.add_argument("--repeats", type=float, default=0.0,
                    help="fraction of inputs from a 2-6 byte sub-alphabet, so bytes repeat")
     m.add_argument("--exclude", nargs="*", default=[], help="pairs files whose inputs to leave out")
-    m.add_argument("--out", required=True)
+    m.add_argument("--out", required=True, help="the pairs file to write")
     m.add_argument("--force", action="store_true", help="replace an existing file")
+    m.add_argument("--no-progress", action="store_true",
+                   help=f"no progress bar (shown from {PROGRESS_FROM:,} pairs)")
     m.set_defaults(func=cmd_data_make)
 
     t = sub.add_parser("train", help="train a model and save a checkpoint",
-                       epilog=recipes.help_text(), formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=recipes.help_text(), formatter_class=HelpFormatter)
     t.add_argument("--text", help="train a language model on this file (any bytes; first 90 %% "
                    "trains, last 10 %% validates) instead of on pairs")
     t.add_argument("--context", type=int, default=64, help="with --text: bytes per training window")
     t.add_argument("--train", help="pairs file (default: generate --n-train pairs of --task)")
     t.add_argument("--val", help="pairs file (default: --n-val fresh held-out pairs of --task)")
-    t.add_argument("--task", choices=sorted(TASKS), default="shift")
-    t.add_argument("--n-train", type=int, default=20000)
+    t.add_argument("--skip-bad-lines", action="store_true",
+                   help="read only the good lines of --train/--val files, saying how many were "
+                   "skipped")
+    t.add_argument("--task", choices=sorted(TASKS), default="shift",
+                   help="generated pairs' rule (without --train)")
+    t.add_argument("--n-train", type=int, default=20000,
+                   help="generated training pairs (without --train)")
     t.add_argument("--n-val", type=int, default=1000,
                    help="fresh held-out pairs (without --val); 0: no validation")
     t.add_argument("--val-repeats", type=float, default=0.0,
@@ -408,14 +654,17 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--repeats", type=float, default=0.0,
                    help="fraction of generated training inputs with repeated bytes")
     t.add_argument("--pair-len", type=int, default=12, help="longest generated input")
-    t.add_argument("--d-model", type=int, default=4)
-    t.add_argument("--n-heads", type=int, default=2)
-    t.add_argument("--n-layers", type=int, default=2)
+    t.add_argument("--d-model", type=int, default=4, help="the model's width")
+    t.add_argument("--n-heads", type=int, default=2, help="attention heads per layer")
+    t.add_argument("--n-layers", type=int, default=2, help="blocks (layers)")
     t.add_argument("--d-ff", type=int, default=None, help="default 2·d_model")
-    t.add_argument("--norm-position", choices=["post", "pre"], default="post")
-    t.add_argument("--norm", choices=["layer", "rms"], default="layer")
-    t.add_argument("--activation", choices=["relu", "gelu", "silu"], default="relu")
-    t.add_argument("--rope-base", type=float, default=10000.0)
+    t.add_argument("--norm-position", choices=["post", "pre"], default="post",
+                   help="normalise after each sub-layer (post) or before it (pre)")
+    t.add_argument("--norm", choices=["layer", "rms"], default="layer", help="LayerNorm or RMSNorm")
+    t.add_argument("--activation", choices=["relu", "gelu", "silu"], default="relu",
+                   help="the feed-forward's non-linearity")
+    t.add_argument("--rope-base", type=float, default=10000.0,
+                   help="RoPE's base: frequencies base^(-2i/head_dim)")
     t.add_argument("--rope-scale", type=float, default=1.0,
                    help="multiply every RoPE frequency (= the positions) by this")
     t.add_argument("--rope-freqs", type=float, nargs="+", default=None, metavar="THETA",
@@ -430,12 +679,13 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--dropout", type=float, default=None, help="default: the seed's rule")
     t.add_argument("--max-len", type=int, default=None,
                    help="longest sequence the model reads (default 128; with --text: --context)")
-    t.add_argument("--steps", type=int, default=2000)
-    t.add_argument("--batch-size", type=int, default=64)
-    t.add_argument("--lr", type=float, default=3e-3)
-    t.add_argument("--warmup", type=int, default=50)
-    t.add_argument("--eval-every", type=int, default=None)
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--steps", type=int, default=2000, help="training steps")
+    t.add_argument("--batch-size", type=int, default=64, help="pairs or windows per step")
+    t.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
+    t.add_argument("--warmup", type=int, default=50, help="steps of linear warm-up")
+    t.add_argument("--eval-every", type=int, default=None,
+                   help="validate every N steps (default: once, at the end)")
+    t.add_argument("--seed", type=int, default=0, help="random seed: weights, data, batches")
     t.add_argument("--threads", type=int, default=1,
                    help="CPU threads (models this small train fastest on one)")
     t.add_argument("--device", choices=DEVICES, default=None,
@@ -468,36 +718,55 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.set_defaults(func=cmd_train, resumed=None, **(train_defaults or {}))
 
     e = sub.add_parser("eval", help="loss, character accuracy and exact match on a pairs file; "
-                       "with --text, a language model's validation loss beside counting baselines")
-    e.add_argument("checkpoint")
-    e.add_argument("data", nargs="?", help="pairs file")
-    e.add_argument("--text", help="text file: scored on its last 10 %%")
+                       "with --text, a language model's validation loss beside counting baselines",
+                       **kw)
+    e.add_argument("checkpoint", help="a checkpoint `train` saved")
+    e.add_argument("data", nargs="?", help="pairs file (a pairs model)")
+    e.add_argument("--text", help="text file (a language model): scored on its last 10 %%")
+    e.add_argument("--skip-bad-lines", action="store_true",
+                   help="score only the pairs file's good lines, saying how many were skipped "
+                   "(`data check FILE` lists them)")
     e.add_argument("--context", type=int, default=None,
                    help="window length (default: the checkpoint's training context)")
     e.add_argument("--device", choices=DEVICES, default="cpu", help="auto = cuda, else mps, else cpu")
     e.set_defaults(func=cmd_eval)
 
     g = sub.add_parser("generate", help="print the model's output for each input (a language "
-                       "model: each prompt continued)")
-    g.add_argument("checkpoint")
-    g.add_argument("text", nargs="+")
-    g.add_argument("--greedy", action="store_true", help="the most likely byte every time")
+                       "model: each prompt continued)", **kw,
+                       epilog=textwrap.fill(
+                           "Greedy decoding takes the most likely byte every time: --greedy, or "
+                           "--temperature 0 (the same). A temperature > 0 samples; --top-k and "
+                           "--top-p then narrow the bytes it draws from, so with greedy decoding "
+                           "they are refused, as is --greedy with a temperature > 0.", 79))
+    g.add_argument("checkpoint", help="a checkpoint `train` saved")
+    g.add_argument("text", nargs="+", metavar="TEXT",
+                   help="inputs for a pairs model, prompts for a language model")
+    g.add_argument("--greedy", action="store_true",
+                   help="the most likely byte every time (= --temperature 0)")
     g.add_argument("--temperature", type=float, default=None,
-                   help="> 0; default: greedy for pairs, 1.0 for a language model")
-    g.add_argument("--top-k", type=int, default=None, help="sample among the k most likely bytes")
+                   help=">= 0, 0 = greedy; default: greedy for pairs, 1.0 for a language model")
+    g.add_argument("--top-k", type=int, default=None,
+                   help="sample among the k most likely bytes (1 to 256)")
     g.add_argument("--top-p", type=float, default=None,
-                   help="sample among the most likely bytes that together reach probability p")
+                   help="sample among the most likely bytes that together reach probability p, "
+                   "in (0, 1]")
     g.add_argument("--seed", type=int, default=None, help="random seed: the same text every time")
     g.add_argument("--max-new", type=int, default=None,
-                   help="bytes to generate (default: 64 for pairs, up to EOS; 200 for a language model)")
+                   help="bytes to generate, >= 1 (default: 64 for pairs, up to EOS; 200 for a "
+                   "language model)")
     g.add_argument("--device", choices=DEVICES, default="cpu", help="auto = cuda, else mps, else cpu")
     g.set_defaults(func=cmd_generate)
 
     d = sub.add_parser("doctor", help="why your numbers may differ from the book's: package "
                        "versions against the pins, CPU kernels, threads, a forward pass and a "
                        "training step against stored values, a GPU against the CPU (exit 1 if "
-                       "something differs)")
+                       "something differs)", **kw)
     d.set_defaults(func=cmd_doctor)
+    i = sub.add_parser("info", help="a checkpoint's config, parameter count and what its metadata "
+                       "records (command, steps, metrics)", **kw)
+    i.add_argument("checkpoint", help="a checkpoint file")
+    i.add_argument("--json", action="store_true", help="config, parameters and metadata as JSON")
+    i.set_defaults(func=cmd_info)
     return p
 
 
@@ -516,15 +785,52 @@ def with_recipe(name: str, argv: list[str]):
 
 
 def main(argv=None) -> int:
+    """Run one command; returns the exit status: 0, 1 (`data check` found bad lines), 2 (a bad
+    input: one line on stderr), 141 (the reader of stdout went away, as with `… | head`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser().parse_args(argv)
-    words = argv
-    if getattr(args, "recipe", None):
-        args, words = with_recipe(args.recipe, argv)
+    try:
+        status = run(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+    except BrokenPipeError:
+        # `python -m minitf data check FILE | head`: stop quietly, as Unix tools do (killed by
+        # SIGPIPE, the shell reports 128 + 13); what is still buffered goes nowhere
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    return status
+
+
+def run(argv: list[str]) -> int:
+    try:
+        args = parser().parse_args(argv)
+        words = argv
+        if getattr(args, "recipe", None):
+            args, words = with_recipe(args.recipe, argv)
+    except SystemExit as e:  # --help, --version, or argparse's one-line error
+        return e.code if isinstance(e.code, int) else 0
+    if args.func is None:  # `python -m minitf` or `python -m minitf data` alone: its help, and
+        try:               # the status of a usage error
+            parser().parse_args([args.command, "--help"] if args.command else ["--help"])
+        except SystemExit:
+            return 2
     # how to make the same result again: flags that change nothing about it are left out
     args.command_line = shlex.join(["python", "-m", "minitf",
                                     *(a for a in words if a not in ("--force", "--no-progress"))])
     try:
+        problem = check_args(args)
+        if problem:
+            return fail(problem)
         return args.func(args)
-    except (DataError, CheckpointError, FileExistsError, FileNotFoundError, ValueError) as e:
+    except DataError as e:
+        lenient = hasattr(args, "skip_bad_lines")  # eval and train read leniently on request
+        reader = ", or --skip-bad-lines to read the good ones only" if lenient else ""
+        return fail(f"{e}; `python -m minitf data check {shlex.quote(e.path)}` lists every bad "
+                    f"line{reader}")
+    except (CheckpointError, FileExistsError, ValueError) as e:
         return fail(str(e))
+    except BrokenPipeError:
+        raise
+    except OSError as e:  # a missing file, a directory given for a file, no permission
+        if e.filename is None:
+            raise
+        return fail(f"{e.filename}: {(e.strerror or str(e)).lower()}")

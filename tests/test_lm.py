@@ -91,21 +91,29 @@ def test_top_k_and_top_p_only_ever_pick_allowed_bytes():
 
 
 @pytest.mark.parametrize("settings, message", [
-    ({"temperature": 0}, "temperature must be > 0, got 0.*greedy=True"),
-    ({"temperature": -0.5}, "temperature must be > 0"),
-    ({"temperature": float("nan")}, "temperature must be > 0"),
+    ({"temperature": -0.5}, "temperature must be a finite number >= 0, got -0.5"),
+    ({"temperature": float("nan")}, "temperature must be a finite number >= 0, got nan"),
+    ({"temperature": float("inf")}, "temperature must be a finite number >= 0, got inf"),
     ({"top_k": 0}, "top_k must be between 1 and the vocabulary size 256, got 0"),
     ({"top_k": 257}, "top_k must be between 1 and the vocabulary size 256, got 257"),
     ({"top_p": 0}, r"top_p is a probability in \(0, 1\], got 0"),
     ({"top_p": 1.5}, r"top_p is a probability in \(0, 1\], got 1.5"),
+    ({"greedy": True, "temperature": 0.8}, "greedy=True takes the most likely byte every time and "
+                                           "temperature 0.8 samples: give one of them"),
+    ({"greedy": True, "top_k": 5}, r"top_k 5 narrows .* greedy \(greedy=True\)"),
+    ({"temperature": 0, "top_p": 0.9}, r"top_p 0.9 narrows .* greedy \(temperature 0\)"),
 ])
 def test_bad_sampling_arguments_say_what_is_wrong(settings, message):
     with pytest.raises(ValueError, match=message):
         generate_text(model_of(), "a", 5, **settings)
 
 
-def test_greedy_needs_no_temperature():
-    assert len(generate_text(model_of(), "a", 5, greedy=True, temperature=0)) == 5
+def test_temperature_zero_is_greedy_and_greedy_needs_no_temperature():
+    model = model_of()
+    greedy = generate_text(model, "a", 5, greedy=True)
+    assert len(greedy) == 5
+    assert generate_text(model, "a", 5, greedy=True, temperature=0) == greedy
+    assert generate_text(model, "a", 5, temperature=0) == greedy
 
 
 def test_pairs_generation_keeps_its_behaviour_with_top_p():
@@ -170,7 +178,11 @@ def test_cli_trains_evaluates_and_samples_a_language_model(tmp_path, capsys):
     assert main(["generate", str(ckpt), "to be", "--max-new", "12", "--temperature", "0.8",
                  "--top-k", "5", "--top-p", "0.9", "--seed", "1"]) == 0
     assert capsys.readouterr().out == first
-    assert main(["generate", str(ckpt), "to be", "--temperature", "0"]) == 2
+    assert main(["generate", str(ckpt), "to be", "--temperature", "0", "--max-new", "3"]) == 0
+    assert main(["generate", str(ckpt), "to be", "--greedy", "--max-new", "3"]) == 0
+    out = capsys.readouterr().out  # temperature 0 is greedy decoding: the same text
+    assert out.splitlines()[0] == out.splitlines()[1]
+    assert main(["generate", str(ckpt), "to be", "--greedy", "--temperature", "0.5"]) == 2
     assert "--greedy" in capsys.readouterr().err
     assert main(["generate", str(ckpt), "to be", "--top-p", "2"]) == 2
     assert main(["generate", str(ckpt), "to be", "--greedy", "--max-new", "3"]) == 0

@@ -146,7 +146,7 @@ def test_a_recipe_run_is_reproduced_by_its_recorded_command(eight_pairs, tmp_pat
 @pytest.mark.parametrize("extra, message", [
     (["--target-exact", "1.5"], "fraction in"),
     (["--target-exact", "0"], "fraction in"),
-    (["--target-exact", "0.9", "--eval-every", "0"], "needs --eval-every"),
+    (["--target-exact", "0.9", "--eval-every", "0"], "--eval-every must be a whole number >= 1"),
 ])
 def test_a_bad_target_is_a_clear_error(eight_pairs, tmp_path, extra, message, capsys):
     assert cli.main(["train", *tiny(eight_pairs), *extra, "--out", str(tmp_path / "m.pt")]) == 2

@@ -11,7 +11,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 import torch
 
@@ -20,11 +20,18 @@ from .tokens import EOS, IGNORE, PAD, TAB, show, to_bytes
 
 
 class DataError(ValueError):
-    """A pairs file line that is not a valid pair: says which file, which line and why."""
+    """A pairs file line that is not a valid pair: says which file, which line and why, and (when
+    the whole file was read) how many of its lines are bad."""
 
-    def __init__(self, path, line: int, reason: str):
+    def __init__(self, path, line: int, reason: str, bad: int | None = None,
+                 lines: int | None = None):
         self.path, self.line, self.reason = str(path), line, reason
-        super().__init__(f"{self.path}:{line}: {reason}")
+        self.bad, self.lines = bad, lines  # bad lines, non-blank lines
+        counted = ""
+        if bad is not None and lines is not None:
+            counted = (f" ({bad} of its {lines} lines {'is' if bad == 1 else 'are'} bad"
+                       f"{'' if bad == 1 else '; this is the first'})")
+        super().__init__(f"{self.path}:{line}: {reason}{counted}")
 
 
 class Pair(NamedTuple):
@@ -98,9 +105,10 @@ class LenientRead(NamedTuple):
 def read_pairs(path, *, strict: bool = True, max_len: int | None = None):
     """Read a Base64 pairs file.
 
-    strict (default): every non-blank line must be a pair, else DataError(path, line, reason).
-    strict=False: returns (pairs, report) with the good pairs and every skipped line counted.
-    Blank lines and CRLF line endings are allowed.
+    strict (default): every non-blank line must be a pair, else DataError naming the first bad
+    line and its reason, and how many of the file's lines are bad (the rest of the file is read to
+    count them). strict=False: returns (pairs, report) with the good pairs and every skipped line
+    counted. Blank lines and CRLF line endings are allowed.
     """
     path = Path(path)
     report = ReadReport(str(path))
@@ -114,10 +122,11 @@ def read_pairs(path, *, strict: bool = True, max_len: int | None = None):
             try:
                 pairs.append(parse_line(text.strip(), max_len))
             except ValueError as e:
-                if strict:
-                    raise DataError(path, number, str(e)) from None
                 report.skipped.append((number, str(e)))
     report.pairs = len(pairs)
+    if strict and report.skipped:
+        line, reason = report.skipped[0]
+        raise DataError(path, line, reason, bad=len(report.skipped), lines=report.lines)
     return LenientRead(pairs, report) if not strict else pairs
 
 
@@ -129,12 +138,16 @@ def encode_line(pair: Pair) -> str:
 
 
 def write_pairs(path, pairs: Iterable[Pair], *, overwrite: bool = False) -> Path:
-    """Write pairs as Base64 lines, atomically; an existing file is kept unless overwrite=True."""
-    text = "".join(encode_line(p) + "\n" for p in pairs)  # validate everything before touching disk
+    """Write pairs as Base64 lines, atomically; an existing file is kept unless overwrite=True.
 
+    The pairs stream into a temporary file that takes the name only once all are written, so
+    `pairs` may be an iterator of any length (memory stays flat), and a pair that cannot be
+    written (ValueError) leaves no file behind.
+    """
     def write(tmp):
         with open(tmp, "w", encoding="ascii", newline="\n") as f:
-            f.write(text)
+            for pair in pairs:
+                f.write(encode_line(pair) + "\n")
 
     return atomic_write(path, write, overwrite=overwrite)
 
@@ -160,7 +173,18 @@ TASKS = {
 def make_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: int = 12,
                alphabet: bytes = PRINTABLE, exclude: Iterable[bytes] = (),
                repeats: float = 0.0) -> list[Pair]:
-    """n distinct pairs of a generated task, inputs of random length in [min_len, max_len].
+    """n distinct pairs of a generated task, inputs of random length in [min_len, max_len]: the
+    list of iter_pairs' pairs (its docstring has the details)."""
+    return list(iter_pairs(task, n, seed, min_len=min_len, max_len=max_len, alphabet=alphabet,
+                           exclude=exclude, repeats=repeats))
+
+
+def iter_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: int = 12,
+               alphabet: bytes = PRINTABLE, exclude: Iterable[bytes] = (),
+               repeats: float = 0.0) -> Iterator[Pair]:
+    """make_pairs' n distinct pairs one at a time (the same pairs for the same arguments), for
+    writing a large file without holding its pairs: memory holds only the inputs drawn so far (to
+    keep them distinct). The arguments are checked now, the pairs drawn as they are asked for.
 
     Inputs in `exclude` (e.g. the training inputs) are never produced, so a validation set made
     with it is truly held out. `repeats` is the fraction of inputs drawn from a random 2–6 byte
@@ -183,19 +207,24 @@ def make_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: i
     capacity = sum(len(letters) ** k for k in range(min_len, max_len + 1))
     reachable = sum(min_len <= len(x) <= max_len and set(x) <= letters for x in seen)
     if n > capacity - reachable:
-        raise ValueError(f"cannot make {n} distinct inputs of length {min_len}–{max_len}")
+        raise ValueError(f"cannot make {n} distinct inputs of length {min_len}–{max_len}: there "
+                         f"are {capacity - reachable} (not counting the excluded ones)")
     pool = sorted(letters)
-    pairs = []
-    while len(pairs) < n:
-        if repeats and rng.random() < repeats:
-            few = rng.sample(pool, min(len(pool), rng.randint(2, 6)))
-            x = bytes(rng.choice(few) for _ in range(rng.randint(max(min_len, min(3, max_len)), max_len)))
-        else:
-            x = bytes(rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len)))
-        if x not in seen:
-            seen.add(x)
-            pairs.append(Pair(x, rule(x)))
-    return pairs
+
+    def draw():
+        made = 0
+        while made < n:
+            if repeats and rng.random() < repeats:
+                few = rng.sample(pool, min(len(pool), rng.randint(2, 6)))
+                x = bytes(rng.choice(few) for _ in range(rng.randint(max(min_len, min(3, max_len)), max_len)))
+            else:
+                x = bytes(rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len)))
+            if x not in seen:
+                seen.add(x)
+                made += 1
+                yield Pair(x, rule(x))
+
+    return draw()
 
 
 def make_splits(task: str, n_train: int, n_val: int, seed: int = 0, *, max_len: int = 12,

@@ -4,9 +4,12 @@ Pairs: feed `input TAB`, then append one predicted byte at a time until EOS (`ge
 Text: continue a prompt for a number of bytes, reading only the new byte each step through a
 KV cache (`generate_text`). Both, and the sampling widgets, run one loop (`generation_loop`) and
 pick bytes one way (`picker`: greedy, or a draw from `next_byte_probs` with temperature, top-k,
-top-p).
+top-p), under one rule for those settings on every path (`check_sampling`).
 """
 from __future__ import annotations
+
+import math
+import operator
 
 import torch
 
@@ -23,19 +26,15 @@ def next_byte_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int |
     temperature 0: one-hot on the argmax (greedy). Otherwise softmax(logits / T) restricted to the
     top_k most likely bytes (None: all) and then to the smallest most-likely set whose probability
     reaches top_p (None or 1: all), renormalised so each row sums to 1. T < 1 sharpens the
-    distribution towards the most likely byte, T > 1 flattens it towards uniform.
+    distribution towards the most likely byte, T > 1 flattens it towards uniform. The settings go
+    through check_sampling first (V is the vocabulary size), like those of every other path.
     """
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
-    if top_k is not None and top_k < 1:
-        raise ValueError(f"top_k keeps at least one byte, got {top_k}")
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ValueError(f"top_p is a probability in (0, 1], got {top_p}")
+    temperature = check_sampling(temperature, top_k, top_p, vocab_size=logits.size(-1))
     if temperature == 0:
         return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).to(logits.dtype)
     logits = logits / temperature
     if top_k is not None:  # everything below the k-th largest logit is dropped
-        kth = logits.topk(min(top_k, logits.size(-1)), dim=-1).values[..., -1:]
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]
         logits = logits.masked_fill(logits < kth, float("-inf"))
     probs = logits.softmax(-1)
     if top_p is not None and top_p < 1:
@@ -52,7 +51,7 @@ def next_token(logits: torch.Tensor, temperature: float = 0.0, top_k: int | None
                generator: torch.Generator | None = None, top_p: float | None = None) -> torch.Tensor:
     """Pick the next id from logits (B, vocab): greedy at temperature 0, else sample from
     next_byte_probs (top_k: the k most likely bytes only; top_p: the nucleus)."""
-    if temperature == 0:
+    if check_sampling(temperature, top_k, top_p, vocab_size=logits.size(-1)) == 0:
         return logits.argmax(-1)
     probs = next_byte_probs(logits, temperature, top_k, top_p)
     return sample(probs, generator).squeeze(-1)
@@ -70,18 +69,72 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> tor
     return torch.multinomial(probs.to(generator.device), 1, generator=generator).to(probs.device)
 
 
-def check_sampling(temperature: float, top_k: int | None, top_p: float | None, greedy: bool,
-                   vocab_size: int = 256) -> None:
-    """Refuse settings that cannot mean what was asked, saying why."""
-    if not greedy and not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}: it divides the logits. "
-                         "For the most likely byte every time, ask for greedy decoding "
-                         "(greedy=True; CLI: --greedy)")
-    if top_k is not None and not 1 <= top_k <= vocab_size:
-        raise ValueError(f"top_k must be between 1 and the vocabulary size {vocab_size}, got {top_k}")
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ValueError(f"top_p is a probability in (0, 1], got {top_p}: the share of probability "
-                         "mass the most likely bytes must reach")
+# How check_sampling names the settings in its messages: the Python parameters by default; the
+# command line passes its flags (minitf.cli.SAMPLING_FLAGS) so that its messages name those.
+SAMPLING_NAMES = {"temperature": "temperature", "top_k": "top_k", "top_p": "top_p",
+                  "greedy": "greedy=True"}
+
+
+def check_sampling(temperature: float | None = None, top_k: int | None = None,
+                   top_p: float | None = None, *, greedy: bool = False, vocab_size: int = 256,
+                   default: float = 1.0, names: dict | None = None) -> float:
+    """The one rule for sampling settings, on every path (next_byte_probs, next_token, generate,
+    generate_text, the command line): returns the temperature to use, 0.0 meaning greedy, or
+    raises ValueError naming the setting, what it must be and what was given.
+
+    - greedy decoding takes the most likely byte every time. temperature 0 means greedy;
+      greedy=True says the same (with temperature None or 0).
+    - temperature None: `default` (1.0 for a language model, 0.0 = greedy for pairs), or 0 with
+      greedy=True. Otherwise a finite number >= 0: it divides the logits.
+    - top_k: a whole number in 1 … vocab_size. top_p: a probability in (0, 1].
+    - top_k and top_p narrow the bytes sampling draws from: with greedy decoding they would change
+      nothing, so they are refused, as is greedy=True with a temperature above 0. Each asks for
+      two things at once; the message says how to ask for one.
+
+    `names` replaces the parameters' names in the messages (SAMPLING_NAMES' keys).
+    """
+    name = {**SAMPLING_NAMES, **(names or {})}
+    T, K, P, G = name["temperature"], name["top_k"], name["top_p"], name["greedy"]
+    if temperature is not None:
+        try:
+            ok = math.isfinite(temperature) and temperature >= 0
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ValueError(f"{T} must be a finite number >= 0, got {temperature}: it divides "
+                             "the logits (0 is greedy decoding: the most likely byte every time)")
+    if top_k is not None:
+        try:
+            k = operator.index(top_k)
+        except TypeError:
+            k = None
+        if k is None or not 1 <= k <= vocab_size:
+            raise ValueError(f"{K} must be between 1 and the vocabulary size {vocab_size}, "
+                             f"got {top_k}")
+    if top_p is not None:
+        try:
+            ok = 0 < top_p <= 1
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ValueError(f"{P} is a probability in (0, 1], got {top_p}: the share of "
+                             "probability mass the most likely bytes must reach")
+    if greedy and temperature is not None and temperature > 0:
+        raise ValueError(f"{G} takes the most likely byte every time and {T} {temperature} "
+                         f"samples: give one of them ({T} 0 is greedy too)")
+    if greedy:
+        why, temperature = G, 0.0
+    elif temperature is None:
+        why, temperature = f"the default without {T}", float(default)
+    else:
+        why, temperature = f"{T} 0", float(temperature)
+    if temperature == 0:
+        for setting, value in ((K, top_k), (P, top_p)):
+            if value is not None:
+                raise ValueError(f"{setting} {value} narrows the bytes sampling draws from, but "
+                                 f"decoding is greedy ({why}): give {T} > 0 to sample, or leave "
+                                 f"out {setting}")
+    return temperature
 
 
 @torch.no_grad()
@@ -150,15 +203,27 @@ def generate_ids(model, prompts: torch.Tensor, max_new_tokens: int, temperature:
 
 def generate(model, text: bytes | str, max_new_tokens: int = 64, temperature: float = 0.0,
              top_k: int | None = None, seed: int | None = None, tab: bool = True,
-             top_p: float | None = None) -> bytes:
+             top_p: float | None = None, greedy: bool = False) -> bytes:
     """The model's output for `text`: reads `text TAB` and returns the bytes before EOS.
 
+    Greedy by default (temperature 0, or greedy=True): the most likely byte every time; a
+    temperature > 0 samples, with top_k and top_p if given (check_sampling has the rule).
     tab=False continues `text` as plain next-byte prediction instead, still up to EOS; a language
     model, for which a newline is just a byte, continues text with `generate_text`.
     """
+    temperature = check_sampling(temperature, top_k, top_p, greedy=greedy,
+                                 vocab_size=model.config.vocab_size, default=0.0)
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     prompt = list(to_bytes(text)) + ([TAB] if tab else [])
-    if not prompt:
-        raise ValueError("generate needs a non-empty prompt")
+    if len(prompt) == int(tab):
+        raise ValueError("text is empty: a pairs model answers an input, and every pair's input "
+                         "has at least one byte" if tab else "text is empty: nothing to continue")
+    if len(prompt) >= model.config.max_len:
+        room = model.config.max_len - 1 - tab
+        raise ValueError(f"text is {len(prompt) - tab} bytes, and the model reads at most max_len "
+                         f"= {model.config.max_len}: {'with the TAB after it ' if tab else ''}that "
+                         f"leaves no room for an output; give at most {room} bytes")
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
     prompts = torch.tensor([prompt], device=device_of(model))  # (1, T0)
     out = generate_ids(model, prompts, max_new_tokens, temperature, top_k, gen, top_p)
@@ -184,18 +249,25 @@ def continue_ids(model, prompt: list[int], max_new_tokens: int, pick, cache: boo
     return ids[0, len(prompt):].tolist(), logits[0]
 
 
-def generate_text(model, prompt: bytes | str, max_new_tokens: int = 200, *, temperature: float = 1.0,
-                  top_k: int | None = None, top_p: float | None = None, greedy: bool = False,
-                  seed: int | None = None, cache: bool = True) -> bytes:
+def generate_text(model, prompt: bytes | str, max_new_tokens: int = 200, *,
+                  temperature: float | None = None, top_k: int | None = None,
+                  top_p: float | None = None, greedy: bool = False, seed: int | None = None,
+                  cache: bool = True) -> bytes:
     """The next max_new_tokens bytes a language model writes after `prompt`.
 
-    greedy=True takes the most likely byte every time; otherwise each byte is drawn from
-    next_byte_probs(logits, temperature, top_k, top_p), with a torch.Generator seeded with `seed`
-    (None: torch's global generator), so the same seed gives the same text.
+    greedy=True (or temperature 0) takes the most likely byte every time; otherwise each byte is
+    drawn from next_byte_probs(logits, temperature, top_k, top_p) (temperature None: 1.0), with a
+    torch.Generator seeded with `seed` (None: torch's global generator), so the same seed gives
+    the same text. check_sampling has the rule for the settings.
     """
-    check_sampling(temperature, top_k, top_p, greedy, model.config.vocab_size)
+    temperature = check_sampling(temperature, top_k, top_p, greedy=greedy,
+                                 vocab_size=model.config.vocab_size)
+    greedy = temperature == 0
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    if not to_bytes(prompt):
+        raise ValueError("prompt is empty: a language model continues a prompt of at least one "
+                         "byte")
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
 
     pick = picker(0.0 if greedy else temperature, top_k, top_p, gen)

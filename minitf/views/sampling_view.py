@@ -90,6 +90,8 @@ class NextByteBars(ShowsPicture):
         temperature = self.temperature.value
         top_k = None if self.top_k.value >= 256 else self.top_k.value
         top_p = None if self.top_p.value >= 1 else self.top_p.value
+        if temperature == 0:  # greedy: the sliders are all live, but top-k and top-p change
+            top_k = top_p = None  # nothing then (check_sampling refuses them beside greedy)
         text = self.text.value.encode("utf-8") or self.empty_text
         output, probs, logits_at = self.continuation(text, temperature, top_k, top_p)
         step = min(self._wanted_step, len(probs) - 1)
