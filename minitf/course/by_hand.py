@@ -296,7 +296,8 @@ def judge_query(b_q) -> str:
     peak = offsets[int(scores.argmax())]
     if peak != 1:
         turn = "turn it one step of ω further" if peak < 1 else "it turns too far"
-        return _fail(f"your query peaks at relative id {peak:+d}, not +1: the output byte with id i "
+        where = "0" if peak == 0 else f"{peak:+d}"
+        return _fail(f"your query peaks at relative id {where}, not +1: the output byte with id i "
                      f"must read the input byte with id i + 1 ({turn}: pair 1 is √S·(cos ω, sin ω))")
     if abs(float(scores.max()) - n.S) > 1e-6 * n.S:
         return _fail(f"the source byte scores {float(scores.max()):.4g}, not S = {n.S:g}: pair 1 is "

@@ -836,6 +836,27 @@ def _per_case(option, args: tuple, kwargs: dict) -> dict:
     return option or {}
 
 
+def _run_learner(learner_fn, args: tuple, kwargs: dict, name: str, library: dict | None, hint: str,
+                 hints_by_diagnosis: dict | None):
+    """Call the learner's function under the library watch: (its result, None), or (None, the
+    exception it raised) for the caller to explain. A stub, or a call to the library the exercise
+    re-creates, ends the check here."""
+    watch = _LibraryWatch(library or {})
+    try:
+        with watch:
+            got = learner_fn(*args, **kwargs)
+    except NotImplementedError:
+        raise ExerciseError(f"{name} is not written yet: replace the `raise NotImplementedError`",
+                            ("not_written",)) from None
+    except Exception as e:
+        if watch.found:
+            raise _refused(name, watch.found, hint, hints_by_diagnosis) from None
+        return None, e
+    if watch.found:
+        raise _refused(name, watch.found, hint, hints_by_diagnosis)
+    return got, None
+
+
 def check_function(learner_fn, reference_fn, cases, name: str | None = None, hint: str = "",
                    atol: float = 1e-5, *, rtol: float = 1e-4,
                    result_names: tuple[str, ...] | None = None,
@@ -888,16 +909,8 @@ def check_function(learner_fn, reference_fn, cases, name: str | None = None, hin
         inputs = _float_inputs((learner_fn, reference_fn), args, kwargs)
         pristine = copy.deepcopy((args, kwargs))
         expected = reference_fn(*copy.deepcopy(args), **copy.deepcopy(kwargs))
-        watch = _LibraryWatch(library or {})
-        try:
-            with watch:
-                got = learner_fn(*args, **kwargs)
-        except NotImplementedError:
-            raise ExerciseError(f"{name} is not written yet: replace the `raise NotImplementedError`",
-                                ("not_written",)) from None
-        except Exception as e:
-            if watch.found:
-                raise _refused(name, watch.found, hint, hints_by_diagnosis) from None
+        got, e = _run_learner(learner_fn, args, kwargs, name, library, hint, hints_by_diagnosis)
+        if e is not None:
             keys = ("raised",)
             advice = ""
             if dtype is not None and inputs:  # it passed this case as given: the dtype is what differs
@@ -911,8 +924,6 @@ def check_function(learner_fn, reference_fn, cases, name: str | None = None, hin
             error = ExerciseError(f"{header} raised {type(e).__name__}: {e}{_raised_at(e)}{advice}"
                                   + _hint(keys, hint, hints_by_diagnosis), keys)
             raise error from e
-        if watch.found:
-            raise _refused(name, watch.found, hint, hints_by_diagnosis)
         loose = 1.0 if dtype is None or dtype == torch.float64 else 10.0  # float32 keeps 24 bits
         ctx = _Context("your result", atol * loose, rtol * loose, _per_case(factors, args, kwargs),
                        _per_case(explain_difference, args, kwargs),
@@ -937,22 +948,12 @@ def check_property(learner_fn, args: tuple, judge: Callable, name: str | None = 
     success line or raises ExerciseError saying which job the piece fails. Stubs, exceptions and
     library calls are reported as `check_function` reports them."""
     name = name or getattr(learner_fn, "__name__", "your function")
-    watch = _LibraryWatch(library or {})
-    try:
-        with watch:
-            got = learner_fn(*args)
-    except NotImplementedError:
-        raise ExerciseError(f"{name} is not written yet: replace the `raise NotImplementedError`",
-                            ("not_written",)) from None
-    except Exception as e:
-        if watch.found:
-            raise _refused(name, watch.found, hint, hints_by_diagnosis) from None
+    got, e = _run_learner(learner_fn, args, {}, name, library, hint, hints_by_diagnosis)
+    if e is not None:
         shown = _arguments((learner_fn,), args, {})
         raise ExerciseError(f"{name}" + (f" ({shown})" if shown else "")
                             + f" raised {type(e).__name__}: {e}{_raised_at(e)}"
                             + _hint(("raised",), hint, hints_by_diagnosis), ("raised",)) from e
-    if watch.found:
-        raise _refused(name, watch.found, hint, hints_by_diagnosis)
     try:
         return f"✓ {name}: {judge(got)}"
     except ExerciseError as e:
