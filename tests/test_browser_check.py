@@ -67,3 +67,10 @@ def test_the_stored_file_needs_a_picture_and_the_saved_widget_state(tmp_path):
     nb["metadata"]["widgets"] = {check.WIDGET_STATE: {"state": {"abc": {}}}}
     path.write_text(json.dumps(nb))
     assert check.stored_widget_problems(path) == []
+
+
+def test_a_training_view_is_trained_again_and_must_redraw_three_times():
+    assert check.INTERACTIONS["TrainingView"] is check.use_training_view
+    assert check.MIN_REDRAWS >= 3 and "MutationObserver" in check.JS_WATCH_PICTURES
+    found = check.widget_outputs(cells(output(widget=True, repr="TrainingView(shift, 2,920 parameters, …)")))
+    assert found == [(3, 0, "TrainingView")]

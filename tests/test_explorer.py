@@ -219,3 +219,21 @@ def test_import_minitf_does_not_import_anywidget():
     code = "import sys, minitf; print('anywidget' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_summary_of_an_attention_only_model_says_what_it_has():
+    """The smallest solver (notebook 05): no FFN, one head, one layer, coupled ids, a tied head;
+    its picture's sections run (a), (b), (c) with the next byte as (c)."""
+    from minitf.views.explorer import _summary, picture
+
+    model = minitf.load("data/checkpoints/shift_smallest.pt")
+    text = _summary(model.config)
+    assert text == ("d_model 6 · 1 head × 6 · 1 layer · no FFN · pre-norm LayerNorm · RoPE on q, k "
+                    "(coupled ids) · head tied to the embedding")
+    tr = minitf.trace(model, "Hi\t")
+    from matplotlib.text import Text
+    shown = [t.get_text() for t in picture(tr, 2, "caption").findobj(Text)]
+    assert any(s.startswith("(c) the next byte") for s in shown)
+    assert not any(s.startswith("(d)") for s in shown)
+    assert _summary(minitf.Config()) == ("d_model 4 · 2 heads × 2 · 2 layers · FFN 8 (relu) · "
+                                         "post-norm LayerNorm · RoPE on q, k")

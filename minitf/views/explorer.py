@@ -252,11 +252,14 @@ def _summary(c) -> str:
     norm = {"layer": "LayerNorm", "rms": "RMSNorm"}[c.norm]
     positions = {"rope": "RoPE on q, k", "sinusoidal": "sinusoidal positions",
                  "none": "no positions"}[c.positional] + (" and v" if c.rope_on_v else "")
-    ablations = [name for name in ("residual", "ffn") if not getattr(c, name, True)]
-    return (f"d_model {c.d_model} · {c.n_heads} heads × {c.head_dim} · {c.n_layers} layers · "
-            f"FFN {c.d_ff} ({c.activation}) · {c.norm_position}-norm {norm} · {positions}"
-            + ("" if c.causal else " · NO causal mask")
-            + "".join(f" · no {name}" for name in ablations))
+    if c.position_ids == "coupled":
+        positions += " (coupled ids)"
+    heads = f"{c.n_heads} head{'s' if c.n_heads > 1 else ''} × {c.head_dim}"
+    ffn = f"FFN {c.d_ff} ({c.activation})" if c.ffn else "no FFN"
+    return (f"d_model {c.d_model} · {heads} · {c.n_layers} layer{'s' if c.n_layers > 1 else ''} · "
+            f"{ffn} · {c.norm_position}-norm {norm} · {positions}"
+            + (" · head tied to the embedding" if c.tie_embeddings else "")
+            + ("" if c.causal else " · NO causal mask") + ("" if c.residual else " · no residual"))
 
 
 def _layer_note(c) -> str:
@@ -299,9 +302,10 @@ def picture(tr: Trace, t: int, caption: str):
     sheet.keys(keys, 0.4)
     _embedding_section(sheet, tr, t, labels)
     _attention_section(sheet, tr, t, labels)
-    if tr.layers[0].ffn_pre is not None:  # a model built with ffn=False has none
+    has_ffn = tr.layers[0].ffn_pre is not None  # a model built with ffn=False has none
+    if has_ffn:
         _ffn_section(sheet, tr, t, at)
-    _next_byte_section(sheet, tr, t, at)
+    _next_byte_section(sheet, tr, t, at, "(d)" if has_ffn else "(c)")
     return sheet.figure()
 
 
@@ -410,13 +414,13 @@ def _ffn_section(sheet, tr: Trace, t: int, at: str) -> None:
     sheet.y += height + 0.5
 
 
-def _next_byte_section(sheet, tr: Trace, t: int, at: str) -> None:
-    """(d) the TOP most likely next bytes after t, as bars."""
+def _next_byte_section(sheet, tr: Trace, t: int, at: str, letter: str = "(d)") -> None:
+    """(d), or (c) without an FFN section: the TOP most likely next bytes after t, as bars."""
     from .heatmaps import byte_labels
 
     top = tr.probs[t].topk(TOP)
     p, ids = top.values.numpy(), top.indices.tolist()
-    sheet.text(f"(d) the next byte after {at}: the top {TOP} of 256 probabilities", 0.3)
+    sheet.text(f"{letter} the next byte after {at}: the top {TOP} of 256 probabilities", 0.3)
 
     def draw(ax):
         rows = range(TOP)[::-1]  # the most likely byte on top

@@ -16,7 +16,8 @@ JupyterLab server and one Chromium:
    it, from INTERACTIONS: a RopeExplorer's slider moves (value, readout and plot change), an
    AttentionSelector's head slider and head switch redraw, NextByteBars' temperature redraws the
    bars, TextSampler's "sample" button draws a new continuation, an Explorer takes typed text and
-   its tooltip shows the hovered number's value;
+   its tooltip shows the hovered number's value, a TrainingView's "train again" trains a fresh model
+   and the picture is redrawn as it learns (at least MIN_REDRAWS different pictures);
 4. screenshots of every widget, stored and live, go to build/browser/<notebook>/ (failure.png on
    failure); the server and every kernel are always stopped; no notebook file is changed.
 
@@ -72,6 +73,7 @@ SERVER_START_TIMEOUT = 60  # s
 OPEN_TIMEOUT = 60  # s
 RUN_ALL_TIMEOUT = 180  # s
 REDRAW_TIMEOUT = 30  # s
+MIN_REDRAWS = 3  # different pictures a TrainingView must show while it trains
 
 
 class CheckFailed(Exception):
@@ -439,6 +441,50 @@ def use_attention_selector(page, widget, out_dir: pathlib.Path, tag: str) -> lis
     return done + ["head switched off: the selector redrew"]
 
 
+JS_WATCH_PICTURES = """(el) => {
+  // Every distinct plot the widget shows from now on, however briefly (a redraw may last less than
+  // one poll of this check): a MutationObserver adds each new image's src to a set on the element.
+  const seen = new Set();
+  const look = () => el.querySelectorAll('.widget-output img').forEach(img => {
+    if (img.src.startsWith('data:image/png')) seen.add(img.src);
+  });
+  el.minitfSeen = seen;
+  el.minitfObserver = new MutationObserver(look);
+  el.minitfObserver.observe(el, {subtree: true, childList: true, attributes: true,
+                                 attributeFilter: ['src']});
+}"""
+
+
+def use_training_view(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
+    """Press "train again": a fresh model trains in the kernel and the widget must redraw as it
+    learns, showing at least MIN_REDRAWS different pictures before its line says it is done."""
+    button = widget.locator("button", has_text="train again")
+    if button.count() == 0:
+        raise CheckFailed("the training view has no 'train again' button")
+    if not any(plots(widget)):
+        raise CheckFailed("the widget shows no plot image (.widget-output img with a PNG)")
+    status = widget.locator(".widget-html").first
+    widget.evaluate(JS_WATCH_PICTURES)
+
+    def seen() -> int:
+        kernel_errors(page)
+        return widget.evaluate("el => el.minitfSeen.size")
+
+    button.first.scroll_into_view_if_needed()
+    button.first.click()
+    wait_until(page, lambda: seen() >= MIN_REDRAWS, REDRAW_TIMEOUT,
+               f"the training view to redraw {MIN_REDRAWS} times after 'train again'")
+    wait_until(page, lambda: "(done)" in status.inner_text(), REDRAW_TIMEOUT,
+               "the training view's line to say '(done)'")
+    wait_idle(page, REDRAW_TIMEOUT, "the kernel to go idle after training", settle=5)
+    kernel_errors(page)
+    count = seen()
+    widget.evaluate("el => el.minitfObserver.disconnect()")
+    widget.screenshot(path=str(out_dir / f"{tag}-trained.png"))
+    return [f"'train again' pressed: {count} different pictures while it trained, then "
+            f"{status.inner_text().strip()[:60]!r}"]
+
+
 def shown_like_explorer(data_value: str) -> str:
     """A cell's data-value as the Explorer writes it in a tooltip (minitf.trace.fmt: integers as
     they are, 3 decimals, −∞)."""
@@ -495,6 +541,7 @@ INTERACTIONS = {
     "NextByteBars": use_next_byte_bars,
     "TextSampler": use_text_sampler,
     "Explorer": use_explorer,
+    "TrainingView": use_training_view,
 }
 
 
