@@ -16,8 +16,9 @@ Scored on fresh pairs per length bucket (1-12, 13-16, 17-20, 21-24), `make_pairs
 seed + 4000 + bucket, min_len, max_len, repeats=0.33)`, none of whose inputs occur in training:
 exact match = greedy generation to EOS equals the shifted input; also exact match per input length.
 
-Arms: the shift-fast layout (coupled ids, 1 pre-norm layer, d_model 32, 2 heads of 16, FFN 128)
-and the smallest solver's (d_model 6, one head of 6, no FFN, tied head), each with
+Arms: the shift-fast layout (coupled ids, 1 pre-norm layer, d_model 32, 2 heads of 16, FFN 128;
+10,000 pairs, 600 steps) and the smallest solver's (d_model 6, one head of 6, no FFN, tied head;
+20,000 pairs, 3,000 steps, as its recipe) and the same at d_model 8, each with
   - its own RoPE frequencies (base 10^4 for shift-fast, base 20 for the smallest),
   - frequencies for the task's period: harmonics of ω = 2π/27 (offsets -26…26 do not alias) and
     one near-zero frequency, as the hand-set solver's (2π/27, 1e-4),

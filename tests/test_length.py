@@ -92,33 +92,41 @@ def test_stored_length_study():
     assert doc["arms"]["fast, ω=2π/27"]["config"]["rope_freqs"][0] == pytest.approx(2 * 3.14159265 / 27)
 
 
-def test_shift_long_checkpoint_shifts_inputs_longer_than_it_trained_on():
-    """Trained on 1-12 bytes (its command says so), >= 99 % exact match on fresh 13-24-byte pairs,
+LONG = {"shift_long": "shift-long", "shift_long_small": "shift-long-small"}
+
+
+@pytest.mark.parametrize("name", list(LONG))
+def test_shift_long_checkpoints_shift_inputs_longer_than_they_trained_on(name):
+    """Trained on 1-12 bytes (the command says so), >= 99 % exact match on fresh 13-24-byte pairs,
     a third with repeated bytes; the baseline shift.pt fails there."""
     torch.set_num_threads(1)
-    model = minitf.load("data/checkpoints/shift_long.pt")
+    model = minitf.load(f"data/checkpoints/{name}.pt")
     assert "--pair-len" not in model.metadata["command"]  # the default: inputs of 1-12 bytes
     fresh = minitf.make_pairs("shift", 600, 2023, min_len=13, max_len=24, repeats=0.33)
     by_len = minitf.core.evaluate.exact_match_by_length(model, fresh)
     assert set(by_len) == set(range(13, 25))
     assert minitf.evaluate(model, fresh)["exact_match"] >= 0.99
     assert min(by_len.values()) >= 0.95
-    assert minitf.evaluate(minitf.load("data/checkpoints/shift.pt"), fresh[:200])["exact_match"] < 0.2
     short = minitf.make_pairs("shift", 300, 2024, repeats=0.33)
     assert minitf.evaluate(model, short)["exact_match"] >= 0.99
+    if name == "shift_long_small":
+        assert minitf.count_parameters(model) == 2_624  # the stretch goal: <= 3,000
+    baseline = minitf.load("data/checkpoints/shift.pt")
+    assert minitf.evaluate(baseline, fresh[:200])["exact_match"] < 0.2
 
 
-def test_shift_long_recipe_is_the_shipped_checkpoint_command():
-    import shlex
-
+@pytest.mark.parametrize("name", list(LONG))
+def test_shift_long_recipes_are_the_shipped_checkpoint_commands(name):
     from minitf.core import recipes
 
-    meta = minitf.load("data/checkpoints/shift_long.pt").metadata
-    flags = recipes.get("shift-long").flags
-    assert meta["command"] == f"python -m minitf train {flags} --out data/checkpoints/shift_long.pt"
-    freqs = minitf.load("data/checkpoints/shift_long.pt").config.rope_freqs
-    assert freqs[:4] == pytest.approx((2 * 3.141592653589793 / 27,) * 4, rel=1e-9)
-    assert shlex.split(flags).count("--position-offset") == 0
+    model = minitf.load(f"data/checkpoints/{name}.pt")
+    flags = recipes.get(LONG[name]).flags
+    assert model.metadata["command"] == f"python -m minitf train {flags} --out data/checkpoints/{name}.pt"
+    words = recipes.expand(LONG[name], ["--out", "x.pt"], set())
+    args = minitf.cli.parser().parse_args(["train", *words])
+    assert minitf.cli.config_from_args(args) == model.config
+    assert model.config.rope_freqs[0] == pytest.approx(2 * 3.141592653589793 / 27, rel=1e-9)
+    assert model.config.position_offset == 0
 
 
 def test_cli_position_offset_flag(tmp_path, capsys):
@@ -139,6 +147,5 @@ def test_recipe_shift_long_expands_to_its_recorded_flags():
     words = recipes.expand("shift-long", ["--out", "x.pt"], set())
     i = words.index("--rope-freqs")
     assert words[i + 1:i + 9] == ["0.2327105669"] * 4 + ["1e-4"] * 4 and words[i + 9] == "--seed"
-    args = minitf.cli.parser().parse_args(["train", "--recipe", "shift-long", "--out", "x.pt"])
     args = minitf.cli.parser().parse_args(["train", *words])
     assert minitf.cli.config_from_args(args) == minitf.load("data/checkpoints/shift_long.pt").config

@@ -72,6 +72,16 @@ RECIPES = {r.name: r for r in [
            "so offsets up to 26 do not alias, and a near-zero one): trained on inputs of 1-12 "
            "bytes, >= 99 % exact match on fresh 13-24-byte inputs too (3 of 3 seeds); 29,408 "
            "parameters, 600 steps (about 10 s of CPU here)"),
+    # the same frequencies in a model under 3,000 parameters (bench/length_study.py, arm
+    # "d8, ω=2π/27"); data/checkpoints/shift_long_small.pt is its run
+    Recipe("shift-long-small",
+           "--task shift --repeats 0.33 --d-model 8 --n-heads 1 --n-layers 1 --norm-position pre "
+           "--dropout 0 --position-ids coupled --tie-embeddings --no-ffn --rope-freqs 0.2327105669 "
+           "0.2327105669 0.2327105669 1e-4 --steps 3000 --lr 1e-2 --eval-every 500 --n-val 1000 "
+           "--val-repeats 0.33 --seed 0",
+           "the smallest layout measured to generalise in length: d_model 8, one head, no FFN, "
+           "tied head, coupled ids, RoPE frequencies 2π/27 (x3) and 1e-4; trained on 1-12 bytes, "
+           ">= 99 % on fresh 13-24-byte inputs (3 of 3 seeds); 2,624 parameters, 3,000 steps"),
     Recipe("shift",
            "--task shift --n-train 30000 --repeats 0.33 --d-model 32 --n-heads 4 --d-ff 128 "
            "--norm-position pre --dropout 0 --steps 3000 --lr 6e-3 --eval-every 1000 --seed 0",
