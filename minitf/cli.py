@@ -24,7 +24,7 @@ from .core.config import Config
 from .core.data import (TASKS, DataError, iter_pairs, make_splits, parse_line, read_pairs,
                         write_pairs)
 from .core.devices import CHOICES as DEVICES, pick_device
-from .core.evaluate import evaluate
+from .core.evaluate import evaluate, exact_match_by_length
 from .core.generate import check_sampling, generate, generate_text
 from .core.model import Transformer, count_parameters
 from .core.text import evaluate_text, read_text, text_baselines
@@ -193,7 +193,8 @@ def config_from_args(args) -> Config:
                   norm=args.norm, activation=args.activation, rope_base=args.rope_base,
                   dropout=args.dropout, max_len=max_len(args),
                   position_ids=args.position_ids, tie_embeddings=args.tie_embeddings,
-                  rope_scale=args.rope_scale, rope_freqs=args.rope_freqs, ffn=not args.no_ffn)
+                  rope_scale=args.rope_scale, rope_freqs=args.rope_freqs, ffn=not args.no_ffn,
+                  position_offset=args.position_offset)
 
 
 def max_len(args) -> int:
@@ -498,8 +499,12 @@ def cmd_eval(args) -> int:
         return 0
     if not args.data:
         return fail("eval needs a pairs file, or --text FILE for a language model")
-    metrics = evaluate(model, read_pairs_arg(args.data, args, max_len=model.config.max_len))
-    print(json.dumps({k: round(v, 4) for k, v in metrics.items()}))
+    pairs = read_pairs_arg(args.data, args, max_len=model.config.max_len)
+    metrics = {k: round(v, 4) for k, v in evaluate(model, pairs).items()}
+    # a model right on the lengths it trained on and wrong beyond cannot hide that in the mean
+    metrics["exact_match_by_length"] = {str(n): round(v, 4)
+                                        for n, v in exact_match_by_length(model, pairs).items()}
+    print(json.dumps(metrics))
     return 0
 
 
@@ -672,6 +677,9 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
                    "(head by head), instead of --rope-base")
     t.add_argument("--position-ids", choices=["sequence", "coupled"], default="sequence",
                    help="coupled: output byte j gets input byte j's position id (they restart after TAB)")
+    t.add_argument("--position-offset", type=int, default=0, metavar="N",
+                   help="training only: shift every coupled position id but TAB's by a random 0…N "
+                   "per row (randomised positions; needs --position-ids coupled)")
     t.add_argument("--tie-embeddings", action="store_true",
                    help="the output head reuses the embedding table (keeps its own bias)")
     t.add_argument("--no-ffn", action="store_true",

@@ -28,7 +28,10 @@ def test_every_recipe_parses_into_a_model(name):
     args, _ = parse(["train", "--recipe", name, "--out", "x.pt"])
     for opt, value in recipe.pairs():
         parsed = getattr(args, recipes.dest(opt))
-        assert parsed is True if value is None else parsed == type(parsed)(value), opt
+        if isinstance(parsed, list):  # a flag of several values (--rope-freqs)
+            assert parsed == [type(parsed[0])(v) for v in value.split()], opt
+        else:
+            assert parsed is True if value is None else parsed == type(parsed)(value), opt
     assert len(recipe.pairs()) == len({opt for opt, _ in recipe.pairs()})
     assert isinstance(cli.config_from_args(args), Config)
     assert recipe.description and "\n" not in recipe.description

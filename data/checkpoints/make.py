@@ -24,6 +24,15 @@ RECIPES = {
     "shift_smallest": "--task shift --repeats 0.33 --d-model 6 --n-heads 1 --n-layers 1 "
                       "--norm-position pre --dropout 0 --rope-base 20 --position-ids coupled "
                       "--tie-embeddings --no-ffn --steps 3000 --lr 1e-2 --seed 1 --eval-every 250",
+    "shift_long": "--task shift --n-train 10000 --repeats 0.33 --position-ids coupled --n-layers 1 "
+                  "--d-model 32 --n-heads 2 --d-ff 128 --norm-position pre --dropout 0 --batch-size 64 "
+                  "--lr 1e-2 --warmup 20 --steps 600 --eval-every 200 --n-val 1000 --val-repeats 0.33 "
+                  "--rope-freqs 0.2327105669 0.2327105669 0.2327105669 0.2327105669 1e-4 1e-4 1e-4 "
+                  "1e-4 --seed 0",
+    "shift_long_small": "--task shift --repeats 0.33 --d-model 8 --n-heads 1 --n-layers 1 --norm-position "
+                        "pre --dropout 0 --position-ids coupled --tie-embeddings --no-ffn --rope-freqs "
+                        "0.2327105669 0.2327105669 0.2327105669 1e-4 --steps 3000 --lr 1e-2 --eval-every "
+                        "500 --n-val 1000 --val-repeats 0.33 --seed 0",
     "lm": "--text data/text/tinyshakespeare.txt --context 64 --d-model 64 --n-heads 4 --n-layers 4 "
           "--d-ff 256 --norm-position pre --dropout 0 --batch-size 32 --lr 3e-3 --steps 3000 "
           "--eval-every 250 --seed 0",

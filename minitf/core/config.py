@@ -7,7 +7,7 @@ parameters. Every field is a variant a notebook or a test switches on.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 
 NORM_POSITIONS = ("post", "pre")
 NORMS = ("layer", "rms")
@@ -47,6 +47,12 @@ class Config:
     rope_freqs: tuple[float, ...] | None = None
     # sequence: position t is t. coupled: input byte j and output byte j share an id (rope.position_ids)
     position_ids: str = "sequence"
+    # training only (model.training, no KV cache): each row's coupled ids, all but TAB's 0, are
+    # shifted by a random integer in [0, position_offset], drawn per row at every forward pass
+    # (Ruoss et al. 2023, randomised positions), so a model trained on inputs of 1-12 bytes sees
+    # the ids and TAB distances of longer ones. 0 (the default) changes nothing; out of repr and,
+    # when 0, out of to_dict, so every existing config reads as before
+    position_offset: int = field(default=0, repr=False)
     tie_embeddings: bool = False  # True: the head's weight is the embedding table (its 256 biases stay)
     causal: bool = True  # False reproduces seed 002's bug: each position sees the byte it must predict
     residual: bool = True  # False (an ablation): h = f(h) instead of h + f(h), in either layout
@@ -107,6 +113,12 @@ class Config:
         check(self.position_ids == "sequence" or self.positional != "none" or self.rope_on_v,
               "position_ids='coupled' numbers the positions that RoPE or the sinusoidal table "
               "encode; positional='none' uses no positions")
+        check(isinstance(self.position_offset, int) and self.position_offset >= 0,
+              f"position_offset must be an integer >= 0, got {self.position_offset!r}")
+        check(self.position_offset == 0 or (self.position_ids == "coupled"
+                                            and self.positional == "rope"),
+              "position_offset shifts coupled position ids under RoPE: it needs "
+              "position_ids='coupled' and positional='rope'")
         check(self.dropout is None or 0 <= self.dropout < 1,
               f"dropout must be in [0, 1), got {self.dropout}")
 
@@ -128,7 +140,10 @@ class Config:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if not d["position_offset"]:
+            del d["position_offset"]  # a training-only option, left out at its default
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "Config":

@@ -106,6 +106,8 @@ class Transformer(nn.Module):
         pos = self.positions(ids if cache is None else cache.ids)  # (B, start + T), or None: 0, 1, …
         if pos is not None:
             pos = pos[:, start:]  # a coupled id depends on the bytes before it, cached ones too
+        if self.training and cache is None and self.config.position_offset and pos is not None:
+            pos = offset_positions(pos, self.config.position_offset)
         h = self.embed(ids)  # (B, T, C)
         if self.config.positional == "sinusoidal":
             h = h + (self.pos_table[start:start + T] if pos is None else self.pos_table[pos])
@@ -125,6 +127,14 @@ class Transformer(nn.Module):
             h = self.final_norm(h)
         logits = self.head(h)  # (B, T, vocab)
         return (logits, all_weights) if return_attention else logits
+
+
+def offset_positions(pos: torch.Tensor, most: int, generator: torch.Generator | None = None):
+    """pos (B, T) with every id but 0 (the TAB's, under coupled ids) shifted by one random integer
+    in [0, most] per row: Config.position_offset's training-time randomised positions. Relative
+    offsets among the shifted tokens stay; their distance to the TAB grows by the row's shift."""
+    k = torch.randint(0, most + 1, (pos.shape[0], 1), generator=generator, device=pos.device)
+    return pos + k * (pos > 0)
 
 
 @contextmanager
