@@ -35,3 +35,13 @@ def assert_close_float32(actual, expected, relative=FLOAT32_RELATIVE):
     expected = expected.to(actual.dtype)
     scale = float(expected.abs().max()) if expected.numel() else 0.0
     torch.testing.assert_close(actual, expected, rtol=0, atol=relative * max(scale, 1e-6))
+
+
+@pytest.fixture
+def one_thread():
+    """One thread for tests whose numbers were stored from one-thread runs (the checkpoints, the
+    notebooks' training claims), whatever MINITF_THREADS says: small models also train fastest so."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -16,14 +16,7 @@ BY_HAND = {"shift_by_hand"}  # built, not trained: tests/test_by_hand.py checks 
 CHECKPOINTS = sorted(p for p in FOLDER.glob("*.pt") if p.stem not in LANGUAGE_MODELS | BY_HAND)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """The checkpoints were made with one thread; small models also run far faster with one
-    (here 1 s instead of 27 s per checkpoint on a busy 2-core CPU)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.one_thread
 
 
 def maker():

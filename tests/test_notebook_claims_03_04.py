@@ -96,13 +96,6 @@ def test_the_double_layernorm_differs_from_post_norm_once_gamma_and_beta_move():
     assert gap(normed) > 0.05  # trained γ, β: one norm doing two jobs computes something else
 
 
-@pytest.fixture
-def one_thread():
-    """Small models train fastest (and the same as in the notebooks) on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_without_residuals_neither_layout_passes_the_length_oracle(one_thread):

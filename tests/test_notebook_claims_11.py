@@ -32,12 +32,7 @@ def sweep():
     return load_tiny_sweep()
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.one_thread
 
 
 def test_the_source_is_L_back_in_sequence_ids_and_plus_1_in_coupled_ids():

@@ -13,12 +13,7 @@ CONFIG = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position=
 ARGS = dict(steps=24, every=8, batch_size=16, lr=3e-2, warmup=4, seed=3)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.one_thread
 
 
 @pytest.fixture(scope="module")
