@@ -97,3 +97,22 @@ def mine(fallback: Callable[[str], Callable] | None = None) -> Parts:
         elif fallback is not None:
             found[name], origin[name] = fallback(name), "reference solution (you have not saved one yet)"
     return Parts(**found, origin=origin)
+
+
+# --- pieces beyond the model's (the training's, notebook 08) ---------------------------------------
+
+def load_saved(names, fallback: Callable[[str], Callable] | None = None) -> tuple[dict, dict]:
+    """({name: function}, {name: where it came from}) for the pieces `names` that are saved, the
+    others from `fallback(name)` (or left out): `mine` for any set of pieces, such as the training's
+    (minitf.course.training_parts.mine)."""
+    namespace = {"torch": torch, "math": math, "F": torch.nn.functional, "minitf": sys.modules["minitf"],
+                 "TAB": TAB, "EOS": EOS, "PAD": PAD, "IGNORE": IGNORE}
+    found, origin = {}, {}
+    for name in names:
+        path = folder() / f"{name}.py"
+        if path.is_file():
+            exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+            found[name], origin[name] = namespace.pop("__piece__"), f"yours ({path.parent.name}/{path.name})"
+        elif fallback is not None:
+            found[name], origin[name] = fallback(name), "reference solution (you have not saved one yet)"
+    return found, origin

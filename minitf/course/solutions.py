@@ -143,3 +143,58 @@ def my_value_rotation(k):
     inside = torch.eye(3, dtype=torch.float64)
     inside[1:, 1:] = R                                      # T stays, the byte plane turns
     return A @ inside @ A.T
+
+
+# --- the training core (notebook 08) ---------------------------------------------------------------
+
+def my_output_loss(logits, targets):
+    keep = targets != IGNORE                            # the output bytes and EOS: what is scored
+    logp = torch.log_softmax(logits, dim=-1)            # (B, T, V) log-probabilities
+    safe = torch.where(keep, targets, 0)                # any valid index where the target is IGNORE
+    picked = logp.gather(-1, safe[..., None])[..., 0]   # (B, T) log-prob of each target byte
+    return -(picked * keep).sum() / keep.sum()          # mean over the kept positions only
+
+
+def my_train_step(model, optimizer, ids, targets, loss_fn, clip=1.0):
+    optimizer.zero_grad()                               # .grad would otherwise add up step after step
+    loss = loss_fn(model(ids), targets)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)  # one norm over all the gradients
+    optimizer.step()                                    # after backward and clipping
+    return loss
+
+
+def my_lr_at(step, steps, lr, warmup, min_lr_ratio=0.1):
+    if step < warmup:
+        return lr * (step + 1) / warmup                 # step 0 gets lr/warmup, step warmup−1 gets lr
+    progress = (step - warmup) / max(1, steps - warmup)  # 0 → 1 over the steps after the warm-up
+    floor = lr * min_lr_ratio
+    return floor + (lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def my_adamw(param, grad, m, v, t, lr, betas, eps, weight_decay):
+    beta1, beta2 = betas
+    param = param * (1 - lr * weight_decay)             # decoupled decay: on the weight, not the gradient
+    m = beta1 * m + (1 - beta1) * grad                  # running mean of the gradient
+    v = beta2 * v + (1 - beta2) * grad ** 2             # running mean of its square
+    m_hat = m / (1 - beta1 ** t)                        # bias correction: m and v start at 0
+    v_hat = v / (1 - beta2 ** t)
+    param = param - lr * m_hat / (v_hat.sqrt() + eps)   # eps outside the square root
+    return param, m, v
+
+
+def my_train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate):
+    history = {"loss": [], "lr": [], "val": []}
+    for step in range(steps):
+        rate = schedule(step)
+        for group in optimizer.param_groups:            # the rate this step runs with
+            group["lr"] = rate
+        ids, targets = next_batch()
+        loss = step_fn(model, optimizer, ids, targets)
+        history["loss"].append(loss.item())             # a number, not the tensor and its graph
+        history["lr"].append(rate)
+        if (step + 1) % eval_every == 0:                # after steps eval_every, 2·eval_every, …
+            history["val"].append({"step": step + 1, **evaluate(model)})
+            model.train()
+    return history
+

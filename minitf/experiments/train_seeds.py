@@ -1,0 +1,59 @@
+"""Notebook 08's training run on ten random starts (written by bench/train_seeds.py): the held-out
+exact match every 25 steps, per seed. One run shows *that* the model learns; the spread shows how
+much *when* depends on the random start.
+
+    spread = minitf.experiments.train_seeds.load()
+    spread.first_step(0.5)     # {seed: the first measured step with exact match >= 50 %}
+    spread.plot(ax)            # every seed's curve
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+STORED = Path(str(resources.files(__package__).joinpath("stored"))) / "train_seeds.json"
+
+# notebook 08's recipe: the small solver of notebook 05 (coupled position ids, tied head)
+RECIPE = {
+    "config": dict(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
+                   rope_base=20.0, position_ids="coupled", tie_embeddings=True),
+    "data": dict(n_train=10000, n_val=200, repeats=0.33, val_repeats=0.33),
+    "steps": 300, "batch_size": 64, "lr": 4e-2, "warmup": 20, "weight_decay": 0.01,
+    "eval_every": 25, "seeds": list(range(10)),
+}
+
+
+@dataclass(frozen=True)
+class SeedSpread:
+    runs: list[dict]   # per seed: steps, exact_match, loss, seconds
+    command: str
+
+    @property
+    def seeds(self) -> list[int]:
+        return [r["seed"] for r in self.runs]
+
+    def first_step(self, level: float) -> dict[int, int | None]:
+        """{seed: the first measured step whose exact match is >= level} (None: never)."""
+        return {r["seed"]: next((s for s, e in zip(r["steps"], r["exact_match"]) if e >= level), None)
+                for r in self.runs}
+
+    def final(self) -> dict[int, float]:
+        """{seed: exact match at the last step}."""
+        return {r["seed"]: r["exact_match"][-1] for r in self.runs}
+
+    def plot(self, ax, highlight: int | None = None):
+        """Every seed's exact match against the step; `highlight` drawn thicker."""
+        for r in self.runs:
+            mine = r["seed"] == highlight
+            ax.plot(r["steps"], r["exact_match"], lw=2.4 if mine else 1.0, alpha=1.0 if mine else 0.55,
+                    color="tab:orange" if mine else "tab:blue",
+                    label=f"seed {r['seed']}" if mine else None)
+        ax.set(xlabel="training step", ylabel="held-out exact match", ylim=(-0.03, 1.03))
+        return ax
+
+
+def load(path: str | Path = STORED) -> SeedSpread:
+    data = json.loads(Path(path).read_text())
+    return SeedSpread(data["runs"], data["command"])
