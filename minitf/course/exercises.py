@@ -36,7 +36,7 @@ from ..core.evaluate import masked_loss
 from ..core.train import lr_at, train, train_step, wsd_lr
 from . import by_hand
 from .feedback import ExerciseError, check_function, check_property
-from . import training_parts
+from . import training_checks
 from .my_parts import PIECES, save
 
 
@@ -532,7 +532,7 @@ def exercise(name: str, fn: Callable) -> None:
     except ExerciseError as e:
         print(e)
         return
-    if name in PIECES or name in training_parts.TRAINING_PIECES:
+    if name in PIECES or name in training_checks.TRAINING_PIECES:
         path = save(name, fn)
         message += (f"\n  saved to {path.parent.name}/{path.name}: notebook 08 builds your model from it"
                     if path else "\n  (write it with `def` to have notebook 08 build your model from it)")
@@ -565,10 +565,10 @@ def _minitf_train_step(model, optimizer, ids, targets, loss_fn, clip):
 
 EXERCISES.update({ex.name: ex for ex in [
     Exercise("output_loss", "08", "the output-only cross-entropy: −log p(target), averaged over the "
-             "output bytes and EOS", 2, 15, masked_loss, training_parts._loss_cases,
+             "output bytes and EOS", 2, 15, masked_loss, training_checks._loss_cases,
              "log_softmax over the last dimension, pick each target's log-probability (gather), and "
              "average −log p over the positions whose target is not IGNORE, the whole batch together",
-             options={"diagnoses": training_parts._loss_slips, "hints_by_diagnosis": {
+             options={"diagnoses": training_checks._loss_slips, "hints_by_diagnosis": {
                  "_loss_positions": "keep = targets != IGNORE; the mean is (nll * keep).sum() / keep.sum()",
                  "_loss_shift": "make_batch has shifted already: logits[b, t] is scored against "
                                 "targets[b, t], no slicing",
@@ -583,11 +583,11 @@ EXERCISES.update({ex.name: ex for ex in [
                       "mask and the mean are the exercise): F.cross_entropy and minitf.masked_loss are "
                       "the loss itself"),
     Exercise("train_step", "08", "one training step: zero_grad, forward, loss, backward, clip, step",
-             2, 10, _minitf_train_step, training_parts._step_cases,
+             2, 10, _minitf_train_step, training_checks._step_cases,
              "clear the old gradients first (optimizer.zero_grad()), then loss = loss_fn(model(ids), "
              "targets), loss.backward(), clip the gradient norm to `clip`, optimizer.step(); return "
-             "the loss", drive=training_parts.drive_step, result_names=("losses", "weights"),
-             options={"diagnoses": training_parts._step_slips, "hints_by_diagnosis": {
+             "the loss", drive=training_checks.drive_step, result_names=("losses", "weights"),
+             options={"diagnoses": training_checks._step_slips, "hints_by_diagnosis": {
                  "_no_zero_grad": "PyTorch adds each backward() into .grad: optimizer.zero_grad() first",
                  "_no_clip": "torch.nn.utils.clip_grad_norm_(model.parameters(), clip) between "
                              "backward() and step()",
@@ -597,14 +597,14 @@ EXERCISES.update({ex.name: ex for ex in [
                       "torch.nn.utils.clip_grad_norm_ are fine (their order is the exercise): "
                       "minitf's train_step is the step itself"),
     Exercise("lr_at", "08", "the learning-rate schedule: a linear warm-up, then a cosine down to a floor",
-             2, 10, lr_at, lambda: list(training_parts.SCHEDULES),
+             2, 10, lr_at, lambda: list(training_checks.SCHEDULES),
              "steps 0 … warmup−1 climb linearly to lr, lr·(step + 1)/warmup; then the progress "
              "p = (step − warmup)/(steps − warmup) goes from 0 to 1 and the rate is "
              "floor + (lr − floor)·½(1 + cos πp), floor = lr·min_lr_ratio",
-             drive=training_parts.drive_schedule,
-             options={"diagnoses": training_parts._schedule_slips,
+             drive=training_checks.drive_schedule,
+             options={"diagnoses": training_checks._schedule_slips,
                       "case_names": [f"steps={n}, lr={lr}, warmup={w}, min_lr_ratio={r}"
-                                     for n, lr, w, r in training_parts.SCHEDULES],
+                                     for n, lr, w, r in training_checks.SCHEDULES],
                       "hints_by_diagnosis": {
                  "_no_warmup": "if step < warmup: return lr * (step + 1) / warmup",
                  "_cosine_to_zero": "the cosine goes from lr down to floor = lr * min_lr_ratio, not to 0",
@@ -613,11 +613,11 @@ EXERCISES.update({ex.name: ex for ex in [
              library={lr_at: "minitf.core.train.lr_at", wsd_lr: "minitf.core.train.wsd_lr"},
              own_work="math.cos, math.pi and arithmetic are fine: minitf's lr_at is the schedule itself"),
     Exercise("adamw", "08", "AdamW from its update rule: moments, bias correction, decoupled decay",
-             4, 25, training_parts.torch_adamw_step, training_parts._adamw_cases,
+             4, 25, training_checks.torch_adamw_step, training_checks._adamw_cases,
              "m = β₁m + (1 − β₁)g, v = β₂v + (1 − β₂)g², m̂ = m/(1 − β₁ᵗ), v̂ = v/(1 − β₂ᵗ); the "
              "weight first decays, param·(1 − lr·weight_decay), then moves by −lr·m̂/(√v̂ + eps); "
              "return (param, m, v)", result_names=("param", "m", "v"),
-             options={"diagnoses": training_parts._adamw_slips, "hints_by_diagnosis": {
+             options={"diagnoses": training_checks._adamw_slips, "hints_by_diagnosis": {
                  "_no_bias_correction": "m and v start at 0: divide them by 1 − β₁ᵗ and 1 − β₂ᵗ "
                                         "(t counts from 1)",
                  "_l2_not_decoupled": "leave grad alone: the decay is param * (1 − lr * weight_decay), "
@@ -627,24 +627,24 @@ EXERCISES.update({ex.name: ex for ex in [
              library={torch_adam._single_tensor_adam: "torch.optim.AdamW",
                       torch_adam._multi_tensor_adam: "torch.optim.AdamW",
                       torch_adam._fused_adam: "torch.optim.AdamW",
-                      training_parts.torch_adamw_step: "minitf.course.training_parts.torch_adamw_step"},
+                      training_checks.torch_adamw_step: "minitf.course.training_checks.torch_adamw_step"},
              own_work="*, +, ** and .sqrt() on the tensors are fine (the update rule is the "
                       "exercise): torch.optim.AdamW and torch.optim.Adam are the optimizer itself"),
     Exercise("train_loop", "08", "the training loop: a batch, the rate, a step, the history, "
-             "validation every few steps", 2, 15, training_parts.reference_loop,
-             training_parts._loop_cases,
+             "validation every few steps", 2, 15, training_checks.reference_loop,
+             training_checks._loop_cases,
              "for each step: set group['lr'] = schedule(step) in every param group, draw a batch with "
              "next_batch(), loss = step_fn(model, optimizer, ids, targets); record loss.item() and "
              "the rate; after step + 1 = eval_every, 2·eval_every, … append "
              "{'step': step + 1, **evaluate(model)} to history['val']",
-             drive=training_parts.drive_loop,
+             drive=training_checks.drive_loop,
              result_names=("losses", "rates", "validated steps", "validation losses", "weights"),
-             options={"diagnoses": training_parts._loop_slips, "hints_by_diagnosis": {
+             options={"diagnoses": training_checks._loop_slips, "hints_by_diagnosis": {
                  "_lr_not_applied": "for group in optimizer.param_groups: group['lr'] = schedule(step), "
                                     "before the step",
                  "_one_batch": "ids, targets = next_batch() inside the loop",
                  "_validation_steps": "if (step + 1) % eval_every == 0: validate, with 'step': step + 1"}},
-             library={training_parts.reference_loop: "minitf.course.training_parts.reference_loop",
+             library={training_checks.reference_loop: "minitf.course.training_checks.reference_loop",
                       train: "minitf.train"},
              own_work="a for loop, the functions you are given and list.append are fine: "
                       "minitf.train is a loop itself"),
