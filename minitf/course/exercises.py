@@ -534,7 +534,9 @@ def exercise(name: str, fn: Callable) -> None:
         return
     if name in PIECES or name in training_checks.TRAINING_PIECES:
         path = save(name, fn)
-        message += (f"\n  saved to {path.parent.name}/{path.name}: notebook 08 builds your model from it"
+        use = ("notebook 08 trains your model with it" if name in training_checks.TRAINING_PIECES
+               else "notebook 08 builds your model from it")
+        message += (f"\n  saved to {path.parent.name}/{path.name}: {use}"
                     if path else "\n  (write it with `def` to have notebook 08 build your model from it)")
     print(message)
 
