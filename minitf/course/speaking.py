@@ -90,7 +90,11 @@ def _exercise_says(name: str, fn: Callable) -> str:
     try:
         run_check(name, fn, own_work=False)
     except ExerciseError as e:
-        return " ".join(line.strip() for line in str(e).splitlines()[1:3] or str(e).splitlines()[:1])
+        lines = [line.strip() for line in str(e).splitlines()]
+        named = next((line for line in lines if line.startswith("Yours ")), None)  # a recognised slip
+        evidence = lines[1] if len(lines) > 1 and not lines[1].startswith("Hint:") else lines[0]
+        hint = next((line for line in lines if line.startswith("Hint: ")), "")
+        return " ".join(filter(None, (named or evidence, hint)))
     return ""
 
 
