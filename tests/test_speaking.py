@@ -306,3 +306,13 @@ def test_the_try_this_expectation_for_short_windows(one_thread):
     assert f"just under the bigram's {bigram:.2f}" in said
     assert abs(bits4 - 3.5) < 0.1 and bits4 < bigram and "about 3.5 bits per byte on validation with 4-byte" in said
     assert abs(bits2 - 3.8) < 0.1 and bits2 > bigram and "about 3.8 with 2-byte windows, above it" in said
+
+
+def test_09_states_each_exercise_as_its_registry_does():
+    said = markdown()
+    for name in ("next_byte_probs", "cached_attention"):
+        ex = exercises.EXERCISES[name]
+        assert f"Difficulty {'●' * ex.difficulty}{'○' * (5 - ex.difficulty)} · about {ex.minutes} min" in said
+    shapes = [(x.size(0), keys.size(2), x.size(1)) for _, x, keys, _ in speaking_cases.cached_attention_cases()]
+    assert shapes == [(1, 4, 1), (2, 0, 3), (2, 2, 3)]  # (B, cached, new)
+    assert "one byte after four cached, a 3-byte prompt into an empty cache and three bytes after two" in said
