@@ -111,3 +111,14 @@ def test_the_view_shows_the_most_likely_bytes_first():
     fig = view.figure(view.state)
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()][0] == "I"
     assert min(t.get_fontsize() for t in fig.axes[0].get_xticklabels()) >= 9
+
+
+def test_slider_values_are_written_as_a_person_would_write_them():
+    # a slider stepping by 0.05 reaches 0.7000000000000002: the title and the repr say 0.7
+    from minitf.views.lm_view import TextSampler
+    view = TextSampler(minitf.load("data/checkpoints/lm.pt").double(), "ROMEO:", length=8)
+    view.top_p.value = 0.7000000000000002  # what the review saw in the title
+    view.temperature.value = 0.1 + 0.2  # 0.30000000000000004
+    title = view.title(view.state)
+    assert "top-p = 0.7," in title and "T = 0.3," in title and "0000" not in title
+    assert "top_p=0.7," in repr(view) and "T=0.3," in repr(view)

@@ -12,6 +12,8 @@ import math
 
 import torch
 
+from ..core.attention import attention, causal_mask
+from ..core.rope import rope_angles
 from ..core.tokens import EOS, IGNORE, PAD, TAB
 from .by_hand import F1, F2, T
 
@@ -198,3 +200,35 @@ def my_train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_e
             model.train()
     return history
 
+
+# --- notebook 09: the sampler and the cached step -----------------------------------------------------
+
+def my_next_byte_probs(logits, temperature=1.0, top_k=None, top_p=None):
+    if temperature == 0:  # greedy: all the mass on the most likely byte
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).to(logits.dtype)
+    logits = logits / temperature                   # before the softmax: T < 1 sharpens
+    if top_k is not None:                           # every byte at least as likely as the k-th
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)
+    if top_p is not None and top_p < 1:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        before = sorted_probs.cumsum(-1) - sorted_probs   # the mass of the more likely bytes
+        keep = torch.zeros_like(probs).scatter(-1, order, (before < top_p).to(probs.dtype))
+        probs = probs * keep                        # the byte that crosses p stays
+    return probs / probs.sum(-1, keepdim=True)      # renormalise what is left
+
+
+def my_cached_attention(attn, x, keys, values):
+    B, T, _ = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    start = keys.size(2)                                   # positions already in the cache
+    q, k, v = attn.qkv(x).split(H * hd, dim=-1)            # (B, T, H·hd) each
+    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
+    cos, sin = rope_angles(attn.inv_freq, T, offset=start)  # at their absolute positions
+    q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+    keys = torch.cat([keys, k], dim=2)                     # (B, H, start + T, hd)
+    values = torch.cat([values, v], dim=2)
+    mask = causal_mask(start + T, x.device)[start:]        # the rows of the new queries
+    y, _ = attention(q, keys, values, mask)                # (B, H, T, hd)
+    return attn.out(y.transpose(1, 2).reshape(B, T, H * hd)), keys, values

@@ -19,6 +19,12 @@ from ..core.tokens import EOS, TAB, byte_label, show, to_bytes
 from .pictures import ShowsPicture, figure_png, output_png, picture_of
 
 
+def number(x: float) -> str:
+    """A slider's value as a person would write it: a slider stepping by 0.05 reaches
+    0.7000000000000002, not 0.7; four significant digits show every value its step can reach."""
+    return f"{x:.4g}"
+
+
 def sample_output(model, text: bytes | str, temperature: float = 0.0, top_k: int | None = None,
                   top_p: float | None = None, seed: int = 0, max_new_tokens: int = 40):
     """Generate an output for `text` with these settings: (output bytes, the (steps, V)
@@ -126,8 +132,8 @@ class NextByteBars(ShowsPicture):
         return fig
 
     def settings(self, state: dict) -> str:
-        return (f"T = {state['temperature']:g}, top-k = {state['top_k'] or 'off'}, "
-                f"top-p = {state['top_p'] or 'off'}, random seed {self.seed}")
+        return (f"T = {number(state['temperature'])}, top-k = {state['top_k'] or 'off'}, "
+                f"top-p = {number(state['top_p']) if state['top_p'] else 'off'}, random seed {self.seed}")
 
     def title(self, state: dict) -> str:
         return (f"{show(state['text'])} ⇥ → {show(state['output'])}   ({self.settings(state)})\n"
@@ -164,4 +170,5 @@ class NextByteBars(ShowsPicture):
         s = self.state
         return (f"NextByteBars(input={s['text'].decode('utf-8', 'replace')!r}, "
                 f"output={s['output'].decode('utf-8', 'replace')!r}, step {s['step']}, "
-                f"T={s['temperature']:g}, top_k={s['top_k']}, top_p={s['top_p']})")
+                f"T={number(s['temperature'])}, top_k={s['top_k']}, "
+                f"top_p={number(s['top_p']) if s['top_p'] else None})")
