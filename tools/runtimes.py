@@ -64,6 +64,27 @@ def rows(text: str) -> dict[str, float | None]:
     return {r[1]: float(r[2]) if r[2] else None for r in ROW.finditer(m[0])}
 
 
+def problems(text: str, times: dict[str, float], present: list[str], tolerance: float = 1.5) -> list[str]:
+    """Where a table (`text`) and the measurement (`times`, file name → s) disagree: a measured
+    notebook of `present` without a row or with a row off by more than `tolerance`x, or a row for a
+    notebook that is gone. A notebook the measurement lacks (a new one) may have no row yet."""
+    table_rows, found = rows(text), []
+    if not table_rows:
+        return ["no run-time table"]
+    for name in present:
+        stem, t = name[:-6], times.get(name)
+        if t is None:
+            continue
+        row = table_rows.get(stem)
+        if row is None:
+            found.append(f"{stem}: measured {t:.1f} s, but the table has no time for it")
+        elif max(row / t, t / row) > tolerance:
+            found.append(f"{stem}: the table says {row:.1f} s, the measurement {t:.1f} s")
+    found += [f"{stem}: a row, but no such notebook" for stem in table_rows
+              if f"{stem}.ipynb" not in present]
+    return found
+
+
 def update(path: Path, block: str) -> bool:
     """Replace the block in a Markdown file or in a notebook's Markdown cell; True if it changed."""
     if path.suffix == ".ipynb":
