@@ -79,8 +79,8 @@ test-site: $(SITE_STAMP)  ## build the site with no network and check it in head
 	bash tests/browser/install.sh $(PY)
 	$(PY) tests/browser/check_site.py
 
-student: $(STAMP)  ## copies of the notebooks without the collapsed solutions, in student/
-	$(PY) tools/student.py
+student: $(STAMP)  ## copies of the notebooks without the collapsed solutions, in student/ (kept if they exist; STUDENT_ARGS=--force)
+	$(PY) tools/student.py $(STUDENT_ARGS)
 
 runtimes: $(STAMP)  ## rewrite the run-time tables (README, notebook 00) from make bench's stored measurement
 	$(PY) tools/runtimes.py
