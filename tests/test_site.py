@@ -165,3 +165,18 @@ def test_the_build_reads_no_network_and_takes_seconds(built):
     assert result["seconds"] < 30
     source = (ROOT / "tools" / "site.py").read_text()
     assert "urllib.request" not in source and "requests" not in source
+
+
+def test_the_browser_check_finds_what_it_compares():
+    """tests/browser/check_site.py's notebook reading, without a browser: which Explorer it can
+    recompute with minitf.trace (a plain checkpoint and text), each stored PNG, the math."""
+    spec = importlib.util.spec_from_file_location("check_site", ROOT / "tests" / "browser" / "check_site.py")
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    nb = lambda name: json.loads((ROOT / "notebooks" / name).read_text())
+    assert check.explorer_calls(nb("01_embeddings.ipynb")) == [("../data/checkpoints/tiny.pt", "Hi\t")]
+    assert check.explorer_calls(nb("02_rope.ipynb")) == []  # a RopeExplorer is not an Explorer
+    checkable = [c for p in NOTEBOOKS for c in check.explorer_calls(json.loads(p.read_text())) if c]
+    assert len(checkable) >= 1
+    assert len(check.stored_pngs(nb("03_attention.ipynb"))) == 5
+    assert check.has_math(nb("03_attention.ipynb")) and not check.has_math(nb("10_lightning.ipynb"))
