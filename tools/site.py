@@ -167,6 +167,16 @@ def rewrite_links(page: str, source: str, pages: dict[str, str], files: set[str]
     return re.sub(r'(href|src)="([^"]*)"', fix, page)
 
 
+def github_anchors(page: str) -> str:
+    """Give each heading GitHub's anchor too (`#the-course-as-a-site-make-site`), beside nbconvert's
+    own id, so a README link to a section lands on the same section here."""
+    def add(m):
+        text = html.unescape(re.sub(r"<[^>]+>", "", m[2])).strip().lower()
+        slug = re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+        return f'{m[1]}<a id="{html.escape(slug)}"></a>{m[2]}'
+    return re.sub(r'(<h[1-6] id="[^"]*">)(.*?)(?=<a class="anchor-link"|</h[1-6]>)', add, page)
+
+
 def markdown_links(text: str, source: str) -> list[str]:
     """Repository Markdown files a Markdown text links to (relative links only)."""
     found = []
@@ -229,7 +239,7 @@ def build(out: Path) -> dict:
                      "site_root": "", "site_banner": banner, "site_footer_js": footer,
                      "metadata": {"name": Path(source).stem}}
         body, _ = exporter.from_notebook_node(nb, resources=resources)
-        body = rewrite_links(body, source, pages, files)
+        body = github_anchors(rewrite_links(body, source, pages, files))
         (out / pages[source]).write_text(body)
         written.append(pages[source])
 
