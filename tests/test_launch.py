@@ -158,7 +158,7 @@ def test_every_install_line_names_the_pinned_versions():
 def test_install_lines_that_drift_are_caught():
     pinned = {"torch": "2.13.0", "playwright": "1.64.1"}
     assert install_problems(" torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu", pinned) == []
-    assert install_problems(" --quiet -e ./minitf", pinned) == []
+    assert install_problems(" --quiet -e ./course", pinned) == []
     assert install_problems(' -e ".[lightning]"', pinned) == []
     assert install_problems(" torch==2.10.0", pinned) == ["torch: ==2.10.0, but pyproject.toml pins 2.13.0"]
     assert install_problems(" torch", pinned) == ["torch: no version, but pyproject.toml pins 2.13.0"]
@@ -173,5 +173,5 @@ def test_the_colab_cell_clones_the_tag_of_this_version_and_installs_the_pins():
     cell = FENCE.search(section)[0]
     assert f'MINITF_TAG = "v{project()["version"]}"' in cell
     assert "--branch {MINITF_TAG}" in cell
-    assert f"torch=={pins()['torch']}" in cell and "-e ./minitf" in cell
-    assert "%cd minitf/notebooks" in cell  # the notebooks' relative paths (../data) then hold
+    assert f"torch=={pins()['torch']}" in cell and "-e ./course" in cell
+    assert "%cd course/notebooks" in cell  # the notebooks' relative paths (../data) then hold
