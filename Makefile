@@ -18,17 +18,25 @@ $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[lightning]"
 	touch $(TEST_STAMP)
 
+# the optional `site` extra (MathJax as files, for `make site` and its tests in `make test`)
+SITE_STAMP := $(VENV)/.installed-site-stamp
+SITE_OUT   ?= build/site
+
+$(SITE_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e ".[site]"
+	touch $(SITE_STAMP)
+
 # JupyterLab refuses to start as root (containers, many cloud machines) unless told it may
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 LAB_ARGS ?=
 
-lab: $(TEST_STAMP)  ## open JupyterLab on the notebooks (options: make lab LAB_ARGS="--port 8899 --no-browser")
+lab: $(TEST_STAMP) lab-settings  ## open JupyterLab on the notebooks (options: make lab LAB_ARGS="--port 8899 --no-browser")
 	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
-test: $(TEST_STAMP)  ## unit tests and every notebook re-run and compared with its stored outputs
+test: $(TEST_STAMP) $(SITE_STAMP)  ## unit tests and every notebook re-run and compared with its stored outputs
 	$(PY) -m pytest --nbval tests notebooks
 
-test-unit: $(TEST_STAMP)
+test-unit: $(TEST_STAMP) $(SITE_STAMP)
 	$(PY) -m pytest tests
 
 test-notebooks: $(TEST_STAMP)
@@ -52,5 +60,27 @@ data: $(STAMP)  ## regenerate data/train.txt and data/val.txt (the documented co
 clean-venv:
 	rm -rf $(VENV)
 
-bench: $(STAMP)  ## speed of the package and the course, side by side: writes bench/REPORT.md (BENCH_ARGS=--quick for a smoke run)
+bench: $(STAMP) $(SITE_STAMP)  ## speed of the package and the course, side by side: writes bench/REPORT.md (BENCH_ARGS=--quick for a smoke run)
 	$(PY) bench/run.py $(BENCH_ARGS)
+
+# --- the course as a site, the spoiler-free copy, the run-time table (issue 25) --------------------
+.PHONY: lab-settings site test-site student runtimes
+# JupyterLab's scrolling glitch in long notebooks: windowing mode `none`, written as a settings
+# override into .venv/share/jupyter/lab/settings/overrides.json (TROUBLESHOOTING.md); a learner's
+# own settings still win. Cheap, so `make lab` writes it every time.
+lab-settings: $(STAMP)  ## write make lab's JupyterLab setting (windowing mode none) into .venv
+	$(PY) tools/lab_settings.py
+
+site: $(SITE_STAMP)  ## the course as static HTML in build/site/, from the stored notebooks, offline (SITE_OUT=DIR)
+	$(PY) tools/site.py --out $(SITE_OUT)
+	@echo "view it: $(PY) -m http.server --bind 127.0.0.1 --directory $(SITE_OUT) 8000, then http://127.0.0.1:8000/"
+
+test-site: $(SITE_STAMP)  ## build the site with no network and check it in headless Chromium
+	bash tests/browser/install.sh $(PY)
+	$(PY) tests/browser/check_site.py
+
+student: $(STAMP)  ## copies of the notebooks without the collapsed solutions, in student/ (kept if they exist; STUDENT_ARGS=--force)
+	$(PY) tools/student.py $(STUDENT_ARGS)
+
+runtimes: $(STAMP)  ## rewrite the run-time tables (README, notebook 00) from make bench's stored measurement
+	$(PY) tools/runtimes.py

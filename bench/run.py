@@ -34,6 +34,8 @@ rendered from whatever results exist, each with its own date):
   length     runs bench/length_study.py (resumable; ~5 min of one core): trained on inputs of 1-12 bytes,
              exact match on 13-24 by RoPE frequencies and randomised position offsets, 3 seeds per
              arm; shows minitf/experiments/stored/length_study.md
+  site       `make site`'s build (python tools/site.py, a fresh process each time, 3 repeats): the
+             static course from the stored notebooks, against its goal of 30 s
 
 A benchmark, not a test: nothing here fails on a slow machine; goals are reported as met or missed.
 """
@@ -67,8 +69,9 @@ SOLVED = 0.99          # exact match that counts as solved
 SOLVE_GOAL_S = 60.0
 SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts included
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
+SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
-            "length")
+            "length", "site")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
 
 
@@ -369,6 +372,32 @@ def bench_notebooks(args, results: Path) -> dict:
     return out
 
 
+# --- the static site (make site) -----------------------------------------------------------------
+
+def bench_site(args) -> dict:
+    """`python tools/site.py` as `make site` runs it, in a fresh process each time (imports
+    included), into a throwaway folder; pages and size of what it wrote."""
+    import tempfile
+    repeats = 1 if args.quick else 3
+    out = {"date": now(), "loadavg_start": loadavg(), "runs": [],
+           "command": ".venv/bin/python tools/site.py --out <tmp>"}
+    for r in range(repeats):
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "tools/site.py", "--out", tmp], cwd=ROOT,
+                                  capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            files = [f for f in Path(tmp).rglob("*") if f.is_file()]
+            out["runs"].append({"wall_seconds": wall, "exit_code": proc.returncode,
+                                "pages": len(list(Path(tmp).glob("*.html"))),
+                                "megabytes": sum(f.stat().st_size for f in files) / 1e6,
+                                "output": (proc.stdout + proc.stderr).strip()[-300:]})
+        print(f"  site build {r + 1}/{repeats}: {wall:.1f} s, exit {proc.returncode}", flush=True)
+    out["notebooks"] = len(list((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")))
+    out["loadavg_end"] = loadavg()
+    return out
+
+
 # --- 4. origami ---------------------------------------------------------------------------------
 
 ORIGAMI_SCRIPTS = ("origami_growth.py", "origami_recipe_growth.py")
@@ -610,6 +639,18 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
             L += ["", f"`minitf/experiments/stored/{summary}`:", ""]
             L += [("##" + line) if line.startswith("#") else line for line in md.read_text().strip().splitlines()]
         L.append("")
+    site = load("site")
+    if site:
+        runs = site["runs"]
+        wall = stats([r["wall_seconds"] for r in runs])
+        L += ["## The static site (`make site`)", "", f"`{site.get('run_command', 'python bench/run.py')}`", "",
+              f"Run {site['date']}, load average {site['loadavg_start']} → {site['loadavg_end']}. "
+              f"Command: `{site['command']}`, a fresh process each of {len(runs)} time(s), imports included: "
+              f"**{fmt(wall)} s** for {runs[-1]['pages']} pages ({site['notebooks']} notebooks), "
+              f"{runs[-1]['megabytes']:.1f} MB with the local MathJax; exit {runs[-1]['exit_code']}.", ""]
+        goals.append((f"`make site` ≤ {SITE_GOAL_S} s ({site['notebooks']} notebooks)",
+                      all(r["exit_code"] == 0 for r in runs) and wall["median"] <= SITE_GOAL_S,
+                      f"{fmt(wall)} s"))
     if goals:
         L[L.index("## Machine") if "## Machine" in L else 4:0] = [
             "## Goals", "", "| goal | met | measured |", "|---|---|---|",
@@ -709,7 +750,8 @@ def main(argv=None) -> int:
                     "lm_growth": lambda: bench_script("lm_growth.py", args),
                     "tiny_sweep": lambda: bench_script("tiny_sweep.py", args),
                     "fast": lambda: bench_script("fast_recipe.py", args),
-                    "length": lambda: bench_script("length_study.py", args)}
+                    "length": lambda: bench_script("length_study.py", args),
+                    "site": lambda: bench_site(args)}
         for name in SECTIONS:
             if name in args.only:
                 print(f"[{now()}] {name} …", flush=True)
@@ -717,6 +759,9 @@ def main(argv=None) -> int:
                 data["quick"] = args.quick
                 data["run_command"] = "python bench/run.py " + " ".join(argv)
                 save_result(name, data, results)
+                if name == "notebooks" and results == ROOT / "minitf" / "experiments" / "stored":
+                    # the run-time tables in README.md and notebook 00 follow the new measurement
+                    subprocess.run([sys.executable, str(ROOT / "tools" / "runtimes.py")], cwd=ROOT, check=True)
     plot(results)
     render(results, args.report, argv)
     print(f"wrote {args.report.relative_to(ROOT) if args.report.is_relative_to(ROOT) else args.report}")

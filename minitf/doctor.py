@@ -402,8 +402,14 @@ def check(path=REFERENCE) -> Report:
     return Report(facts(ref), [check_versions(), *findings], notes, device_report())
 
 
+# where a learner reads on: the page that explains the usual surprises (printed by `main`)
+TROUBLESHOOTING = ("More help: TROUBLESHOOTING.md in the repository's folder (CPU-only torch, widgets "
+                   "shown as pictures, numbers on a GPU or MPS, JupyterLab's scrolling, running as root).")
+
+
 def main() -> int:
     """`python -m minitf doctor`: print the report; 0 when every verdict is ok, 1 otherwise."""
     report = check()
     print(report)
+    print(TROUBLESHOOTING)
     return 0 if report.ok else 1

@@ -1,6 +1,8 @@
 """`python -m minitf doctor`: each verdict, on this machine and on faked differences, which are
 reported with their explanation, never raised."""
 import json
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -38,7 +40,9 @@ def test_this_machine_computes_the_books_numbers(capsys):
     assert report.verdict() == ALL_WELL  # what notebook 00 prints: the same on every such machine
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
-    assert "CPU kernels" in out and "threads" in out and out.rstrip().endswith(ALL_WELL.splitlines()[-1])
+    report_part, link = out.rstrip().rsplit("\n", 1)
+    assert "CPU kernels" in out and "threads" in out and report_part.endswith(ALL_WELL.splitlines()[-1])
+    assert link == doctor.TROUBLESHOOTING  # the last line sends a learner to the troubleshooting page
 
 
 def test_the_stored_values_are_float64_and_float32_results():
@@ -162,3 +166,8 @@ def test_the_doctor_leaves_the_callers_random_state_alone():
 def test_every_check_is_in_the_stored_file(name):
     ref = doctor.reference()
     assert len(ref["values"][name]) == (2 if name.startswith("training") else 256)
+
+
+def test_the_troubleshooting_page_doctor_names_exists():
+    name = re.search(r"\b([A-Z_]+\.md)\b", doctor.TROUBLESHOOTING)[1]
+    assert (Path(__file__).resolve().parents[1] / name).is_file()

@@ -87,7 +87,8 @@ def test_make_lab_starts_for_root_too_and_takes_options(tmp_path):
         assert status == 200, f"JupyterLab did not answer on port {port}: {lab.poll()=}"
     finally:
         os.killpg(lab.pid, 15)
-        command = lab.communicate(timeout=30)[0].splitlines()[0]
+        # make echoes each command: lab-settings' first, then JupyterLab's
+        command = next(line for line in lab.communicate(timeout=30)[0].splitlines() if "jupyter lab" in line)
     assert f"--port {port}" in command and "--no-browser" in command
     assert ("--allow-root" in command) == (os.geteuid() == 0)
 
