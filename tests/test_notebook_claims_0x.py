@@ -52,6 +52,16 @@ def test_the_map_names_each_notebooks_exercises():
         assert f"`{name}`" in row, (name, row)
 
 
+def test_00s_try_this_says_what_the_two_drawings_show():
+    text = source("00_setup_check.ipynb")
+    assert "heads of dim 4) and 5,552 parameters" in text and "and 2,656 parameters" in text
+    assert minitf.count_parameters(minitf.Transformer(Config(d_model=8, d_ff=16))) == 5_552
+    assert Config(d_model=8, d_ff=16).head_dim == 4
+    pre = minitf.Transformer(Config(norm_position="pre"))
+    assert minitf.count_parameters(pre) == 2_656
+    assert minitf.count_parameters(minitf.Transformer(Config())) + 8 == 2_656  # one final norm more
+
+
 # --- 01: the seed documents' parameter count ----------------------------------------------------
 
 def test_the_seed_documents_count_is_256_too_many_and_their_breakdown_forgets_the_head_bias():
