@@ -181,3 +181,24 @@ def test_02_head_dim_claims_say_what_the_numbers_show():
     # the ladder's positions rung moved to notebook 04, section 6: 02 only points there
     assert "ablation ladder" in text and "load_ablation" not in source("02_rope.ipynb")
     assert 'only("positions"' in " ".join(source("04_ffn_block.ipynb").split()).replace("\n", "")
+
+
+# ---- 01's tied ends and its "Try this" (issue 22)
+
+def test_01_tying_costs_the_smallest_solver_nothing_and_saves_1536_parameters():
+    """"Notebook 11's smallest solver is tied; untied, the same model solves the task no better
+    (100 % exact match on fresh pairs either way) with 1,536 more parameters"."""
+    from minitf.experiments.smallest import load_tiny_sweep
+    sweep = load_tiny_sweep()
+    tied, untied = sweep["solver"], sweep["− tied head"]
+    assert round(tied.exact_median, 3) == round(untied.exact_median, 3) == 1.0
+    assert untied.params - tied.params == 1536 == 256 * 6
+
+
+def test_01_try_this_parameter_counts():
+    count = lambda **kw: minitf.count_parameters(minitf.Transformer(minitf.Config(**kw)))
+    ends = lambda d: 2 * 256 * d + 256
+    assert (count(d_model=8, d_ff=16), ends(8)) == (5552, 4352)
+    assert (count(d_model=32, d_ff=128), count(d_model=32, d_ff=128) - ends(32)) == (42048, 25408)
+    assert count(d_model=20, d_ff=80) - ends(20) < ends(20)          # "between d_model 20 and 24"
+    assert count(d_model=24, d_ff=96) - ends(24) > ends(24)

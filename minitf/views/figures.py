@@ -91,11 +91,13 @@ def plot_exact_by_length(rows: dict, trained_up_to: int | None = None):
     return fig
 
 
-def plot_training(metadata: dict, baselines: dict | None = None, title: str | None = None):
+def plot_training(metadata: dict, baselines: dict | None = None, title: str | None = None,
+                  legend_below: bool = False):
     """The curves `python -m minitf train` stores in a checkpoint's metadata: the training loss (the
     mean of every `loss_curve_every` steps) and the validation loss, in bits per byte for a text
     model (its validation entries have `bits_per_byte`), else in nats; each baseline of `baselines`
-    (a dict label → nats, or `text_baselines(...)`) as a dashed line. A matplotlib Figure."""
+    (a dict label → nats, or `text_baselines(...)`) as a dashed line. A matplotlib Figure.
+    `legend_below` moves the legend under the axes, for curves that fill the upper right."""
     import math
 
     from matplotlib.figure import Figure
@@ -114,7 +116,10 @@ def plot_training(metadata: dict, baselines: dict | None = None, title: str | No
         ax.axhline(loss * scale, ls="--", color=colour, lw=1, label=label)
     top = max([*(loss * scale for _, loss in lines), *(v["loss"] * scale for v in val)])
     ax.set(xlabel="step", ylabel=unit, ylim=(None, 1.06 * top), title=title or "learning curve")
-    ax.legend(fontsize=9, loc="upper right")
+    if legend_below:
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
+    else:
+        ax.legend(fontsize=9, loc="upper right")
     return fig
 
 
