@@ -109,3 +109,14 @@ def test_ddp_with_two_cpu_processes_trains_and_saves_once(tmp_path):
     meta = minitf.load(out).metadata
     assert meta["trainer"]["strategy"] == "ddp" and meta["trainer"]["processes"] == 2
     assert meta["val_curve"][-1]["step"] == 4
+
+
+def test_logged_metrics_reads_each_metric_where_it_was_logged(tmp_path):
+    from types import SimpleNamespace
+    from minitf.lightning import logged_metrics
+    (tmp_path / "metrics.csv").write_text("epoch,lr,step,train_loss,val_loss\n0,0.01,49,3.0,\n0,0.01,99,,2.5\n"
+                                          "0,0.01,99,2.0,\n")
+    trainer = SimpleNamespace(logger=SimpleNamespace(log_dir=str(tmp_path)))
+    logged = logged_metrics(trainer)
+    assert sorted(logged) == ["epoch", "lr", "train_loss", "val_loss"]
+    assert logged["train_loss"] == [(49, 3.0), (99, 2.0)] and logged["val_loss"] == [(99, 2.5)]

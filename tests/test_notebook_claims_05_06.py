@@ -179,3 +179,15 @@ def test_06_the_last_layer_of_a_row_reaches_only_that_rows_logits():
     patched = minitf.patch_heads(model, [(1, h) for h in range(4)], clean, corrupted, positions=range(5))
     with torch.no_grad():
         torch.testing.assert_close(patched[0, 5:], model(corrupted)[0, 5:])
+
+
+def test_05_one_story_numbers():
+    """"at width 6 the numbering is the difference between 0.2 % and 100 %"; the 2×2's "from 2,648
+    to 5,552" parameters."""
+    sweep = minitf.smallest.load_tiny_sweep()
+    assert f"{sweep['− coupled ids'].exact_median:.1%}" == "0.2%" and f"{sweep['solver'].exact_median:.0%}" == "100%"
+    assert sweep["solver"].params == sweep["− coupled ids"].params == 1984
+    tiny_2x2 = minitf.results.load_ablation().only("tiny 2×2")
+    text = notebook_05_markdown()
+    assert "from 2,648 to 5,552" in text and "0.2 % and 100 %" in text
+    assert "5,552" in str(tiny_2x2) and "2,648" in str(tiny_2x2)
