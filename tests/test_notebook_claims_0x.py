@@ -202,3 +202,12 @@ def test_01_try_this_parameter_counts():
     assert (count(d_model=32, d_ff=128), count(d_model=32, d_ff=128) - ends(32)) == (42048, 25408)
     assert count(d_model=20, d_ff=80) - ends(20) < ends(20)          # "between d_model 20 and 24"
     assert count(d_model=24, d_ff=96) - ends(24) > ends(24)
+
+
+def test_02_try_this_pair_3s_period_by_base():
+    """"from 6,283 positions at base 10,000 to about 35 at base 10 … repeats within them from a base
+    of about 8 down" (head_dim 8: pair 3 turns by base^(-6/8) per position)."""
+    period = lambda base: 2 * math.pi / rope_frequencies(8, base, dtype=torch.float64)[0, 3].item()
+    assert round(period(10000.0)) == 6283 and round(period(10.0)) == 35
+    assert period(10 ** 0.95) > 32 > period(10 ** 0.90)          # the slider's steps around 8
+    assert 7.9 < 10 ** 0.90 < 8.0
