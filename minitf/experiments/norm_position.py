@@ -90,6 +90,10 @@ class NormPositionStudy:
         return [sum(sum(r["grad_norms"][s][layer] for s in range(first, last)) / (last - first)
                     for r in runs) / len(runs) for layer in range(LAYERS)]
 
+    def table(self) -> str:
+        """The held-out losses per seed and the per-layer gradient norms, as text."""
+        return str(self)
+
     def __str__(self) -> str:
         lines = [f"copy task, {LAYERS} layers, {STEPS} steps, seeds {self.seeds}: held-out loss "
                  f"(length oracle {self.length_oracle:.2f})",
