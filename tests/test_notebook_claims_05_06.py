@@ -5,6 +5,7 @@ import math
 import torch
 
 import minitf
+from conftest import ROOT as ROOT_DIR
 from minitf import heatmaps
 from minitf.core.baselines import baseline_losses
 from minitf.views.sampling_view import sample_output
@@ -191,3 +192,8 @@ def test_05_one_story_numbers():
     text = notebook_05_markdown()
     assert "from 2,648 to 5,552" in text and "0.2 % and 100 %" in text
     assert "5,552" in str(tiny_2x2) and "2,648" in str(tiny_2x2)
+
+
+def test_recipe_md_quotes_the_repeat_shares_of_20000_uniform_inputs():
+    text = (ROOT_DIR / "RECIPE.md").read_text()
+    assert "22 % of the 20,000 training inputs have a repeated\nbyte, 6 % the same byte twice in a row" in text
