@@ -24,6 +24,7 @@ from .core.evaluate import evaluate, exact_match_by_length, masked_loss
 from .core.ffn import FeedForward
 from .core.generate import generate, generate_text, next_byte_probs
 from .core.heads import ablate_heads
+from .core.heads import head_outputs, mean_ablate_heads, patch_heads  # the causal tools of 06
 from .core.kv_cache import KVCache
 from .core.model import Block, Transformer, count_parameters, format_parameter_table, parameter_table
 from .core.norms import LayerNorm, RMSNorm

@@ -842,3 +842,19 @@ def run(argv: list[str]) -> int:
         if e.filename is None:
             raise
         return fail(f"{e.filename}: {(e.strerror or str(e)).lower()}")
+
+
+# ---- The data a shipped checkpoint was trained on, for notebooks that must leave it out.
+
+def checkpoint_pairs(model, n_val: int | None = None):
+    """(training pairs, held-out pairs) exactly as the command in `model.metadata` made them:
+    the same task, seed, size and repeats. `n_val` asks for another number of held-out pairs (none
+    of them a training input). For checkpoints trained on generated pairs only."""
+    argv = shlex.split(model.metadata["command"])[3:]          # after "python -m minitf"
+    args = parser().parse_args(argv)
+    if getattr(args, "recipe", None):
+        args, _ = with_recipe(args.recipe, argv)
+    if args.command != "train" or args.train or getattr(args, "text", None):
+        raise ValueError(f"{model.metadata['command']!r} did not train on generated pairs")
+    return make_splits(args.task, args.n_train, args.n_val if n_val is None else n_val, args.seed,
+                       max_len=args.pair_len, repeats=args.repeats, val_repeats=args.val_repeats)

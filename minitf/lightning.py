@@ -285,3 +285,16 @@ def to_minitf_checkpoint(ckpt_path, out_path, *, metadata: dict | None = None,
             "converted_from": Path(ckpt_path).name, "steps": payload.get("global_step"),
             "kind": hparams.get("kind")}
     return save(model, out_path, metadata={**info, **(metadata or {})}, overwrite=overwrite)
+
+
+# ---- What a CSVLogger wrote, read back (notebook 10)
+
+def logged_metrics(trainer) -> dict[str, list[tuple[int, float]]]:
+    """The metrics.csv a trainer's CSVLogger wrote: metric name → (step, value) for every row that
+    logged it (one row per logged step; a metric logged less often leaves its cell empty)."""
+    import csv
+
+    with open(Path(trainer.logger.log_dir) / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    names = [n for n in rows[0] if n != "step"] if rows else []
+    return {name: [(int(r["step"]), float(r[name])) for r in rows if r[name]] for name in names}

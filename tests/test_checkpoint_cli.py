@@ -92,3 +92,16 @@ def test_written_files_get_ordinary_permissions(tmp_path):
         os.umask(umask)
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
     assert oct(pairs.stat().st_mode & 0o777) == oct(0o644)
+
+
+@pytest.mark.parametrize("name, task, n_train, seed, repeats", [
+    ("shift", "shift", 30000, 0, 0.33), ("reverse", "reverse", 20000, 0, 0.0),
+    ("shift_smallest", "shift", 20000, 1, 0.33)])
+def test_checkpoint_pairs_are_the_pairs_its_command_made(name, task, n_train, seed, repeats):
+    from pathlib import Path
+
+    import minitf
+    from minitf.cli import checkpoint_pairs
+    from minitf.core.data import make_splits
+    model = minitf.load(Path(__file__).resolve().parents[1] / "data" / "checkpoints" / f"{name}.pt")
+    assert checkpoint_pairs(model, 30) == make_splits(task, n_train, 30, seed, repeats=repeats)

@@ -111,9 +111,13 @@ def test_step_appends_the_argmax_byte(tiny):
         assert ex.trace.ids == before.ids + [expected]
         assert ex.position == len(ex.trace.ids) - 1
     assert ex.text == "Hello\\tIfmmp\\n"  # the shift model shifts every byte by one, then stops
-    # the browser's button sends a message; the kernel steps the same way
+    # the browser's button sends a message; the kernel steps the same way, and not past EOS
+    ex.text = "Hello\\tIfmm"
     ex.widget._handle_custom_msg({"type": "step"}, [])
-    assert len(ex.trace.ids) == 13 and ex.position == 12
+    assert len(ex.trace.ids) == 11 and ex.position == 10
+    for _ in range(2):
+        ex.widget._handle_custom_msg({"type": "step"}, [])
+    assert len(ex.trace.ids) == 12 and ex.trace.ids[-1] == minitf.EOS
     # no step past the explorer's length limit
     ex = minitf.Explorer(tiny, "x" * MAX_BYTES)
     assert ex.step() is None and len(ex.trace.ids) == MAX_BYTES
@@ -237,3 +241,28 @@ def test_the_summary_of_an_attention_only_model_says_what_it_has():
     assert not any(s.startswith("(d)") for s in shown)
     assert _summary(minitf.Config()) == ("d_model 4 · 2 heads × 2 · 2 layers · FFN 8 (relu) · "
                                          "post-norm LayerNorm · RoPE on q, k")
+
+
+def test_generate_next_byte_stops_at_the_end_of_the_output_and_names_tab_and_eos():
+    smallest = minitf.load(ROOT / "data" / "checkpoints" / "shift_smallest.pt")
+    ex = minitf.Explorer(smallest, "Hi\t")          # a raw TAB: the text box shows it as \t
+    assert ex.text == "Hi\\t"
+    assert [ex.step() for _ in range(3)] == [ord("I"), ord("j"), minitf.EOS]
+    assert ex.text == "Hi\\tIj\\n" and ex.view["meta"]["ended"]
+    assert ex.step() is None and ex.text == "Hi\\tIj\\n"   # nothing after EOS
+    ex.text = "Hi\\tIj"
+    assert not ex.view["meta"]["ended"]
+    assert ex.view["meta"]["prediction"]["name"] == "EOS: the output ends"
+    ex.text = "Hi"
+    assert ex.view["meta"]["prediction"]["name"] == ""
+    assert not ex.view["meta"]["ended"]
+
+
+def test_a_newline_ends_nothing_in_text_without_a_tab():
+    from minitf.views.explorer import output_ended
+    assert not output_ended(b"one line\n") and output_ended(b"a\tb\n") and not output_ended(b"a\tb")
+
+
+def test_the_browser_side_disables_the_button_once_the_output_has_ended():
+    js = (ROOT / "minitf" / "views" / "static" / "explorer.js").read_text()
+    assert "step.disabled = m.T >= m.max_bytes || m.ended;" in js and "p.name" in js

@@ -73,3 +73,20 @@ def test_plot_bytes_read_marks_each_span_with_its_mean():
     means = [line for line in fig.axes[0].get_lines() if line.get_linewidth() == 3]
     assert [round(float(m.get_ydata()[0]), 4) for m in means] == [4.0, round(float(bits[1:4].mean()), 4),
                                                                   round(float(bits[4:].mean()), 4)]
+
+
+def test_plot_training_can_put_its_legend_below_the_curves():
+    from minitf.views.figures import plot_training
+    meta = {"loss_curve_every": 10, "loss_curve": [4.0, 3.0, 2.0], "val_curve": [{"step": 30, "loss": 2.5}]}
+    [legend] = [c for c in plot_training(meta, {"unigram": 4.3}, legend_below=True).axes[0].get_children()
+                if type(c).__name__ == "Legend"]
+    assert legend._loc == 9 and legend.get_bbox_to_anchor().y0 < 0   # upper center, anchored below the axes
+
+
+def test_plot_logged_says_how_many_points_each_metric_has_and_how_often():
+    from minitf.views.figures import plot_logged
+    metrics = {"train_loss": [(49, 3.0), (99, 2.0), (149, 1.5), (199, 1.2)], "val_loss": [(99, 2.5), (199, 1.4)]}
+    ax = plot_logged(metrics).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "train_loss (4 points, logged every 50 steps)", "val_loss (2 points, logged every 100 steps)"]
+    assert list(ax.lines[0].get_xdata()) == [49, 99, 149, 199]

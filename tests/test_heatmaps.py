@@ -168,7 +168,8 @@ def test_selector_starts_where_asked_with_one_drawing():
 def test_selector_takes_typed_input_and_switches_heads_off():
     model = small_model()
     sel = heatmaps.AttentionSelector([("shift", model, (b"ab", b"bc"))], layer=1, head=0)
-    assert sel.state["input"] == b"ab" and sel.state["output"] == minitf.generate(model, b"ab")
+    assert sel.state["input"] == b"ab"
+    assert sel.state["output"] == minitf.generate(model, b"ab")[:2 + sel.EXTRA_BYTES]
     assert sel.state["right"] == b"bc" and sel.text.value == "ab"
     sel.text.value = "hello"
     assert sel.state["input"] == b"hello" and sel.state["labels"][:6] == list("hello") + ["⇥"]
@@ -177,7 +178,7 @@ def test_selector_takes_typed_input_and_switches_heads_off():
     sel.switch_off.value = True
     assert sel.off == {(1, 0)} and sel.state["off"] == [(1, 0)]
     ablated = minitf.ablate_heads(model, [(1, 0)])
-    assert sel.state["output"] == minitf.generate(ablated, b"hello")
+    assert sel.state["output"] == minitf.generate(ablated, b"hello")[:5 + sel.EXTRA_BYTES]
     expected, _ = heatmaps.attention_weights(ablated, (b"hello", sel.state["output"]))
     torch.testing.assert_close(sel.state["weights"][1], expected[1])
     assert "switched off" in sel.output.value and sel.drawn == (0, 1, 0)
@@ -210,3 +211,28 @@ def test_to_bertviz_gives_one_batch_of_one_per_layer():
 def test_to_bertviz_rejects_a_batch_of_many():
     with pytest.raises(ValueError, match="layer 0"):
         heatmaps.to_bertviz([torch.zeros(2, 2, 3, 3)])
+
+
+def test_selector_stops_an_output_that_never_ends_a_few_bytes_past_the_input():
+    model = small_model()
+    with torch.no_grad():
+        model.head.bias[ord("a")] = 100.0   # writes "a" for ever, never ⏎
+    sel = heatmaps.AttentionSelector([("shift", model, (b"hello", b"ifmmp"))], layer=1, head=0)
+    s = sel.state
+    assert s["stopped"] and s["output"] == b"a" * (5 + sel.EXTRA_BYTES)
+    assert len(s["labels"]) == 5 + 1 + 5 + sel.EXTRA_BYTES
+    assert "no ⏎ after 9 bytes: stopped" in sel.output.value
+    sel.text.value = "x" * 40                      # a long input: the title is clipped, not the figure
+    fig = heatmaps.plot_attention(sel.state["weights"], sel.state["labels"], [1], [0], sel.size,
+                                  title="x" * 16 + " ⇥ → " + "a" * 15 + "…")
+    assert fig.get_size_inches()[0] < 850 / 110
+
+
+def test_plot_attention_wraps_panels_into_columns():
+    n = 17
+    weights = [torch.full((4, n, n), 1 / n)] * 2
+    fig = heatmaps.plot_attention(weights, ["a"] * n, size=2.9, columns=2)
+    shown = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert [ax.get_title() for ax in shown] == [f"layer {l} · head {h}" for l in range(2) for h in range(4)]
+    assert fig.get_size_inches()[0] * 110 <= 850
+    assert min(t.get_fontsize() for ax in shown for t in ax.get_yticklabels()) >= 9

@@ -109,3 +109,29 @@ def test_ddp_with_two_cpu_processes_trains_and_saves_once(tmp_path):
     meta = minitf.load(out).metadata
     assert meta["trainer"]["strategy"] == "ddp" and meta["trainer"]["processes"] == 2
     assert meta["val_curve"][-1]["step"] == 4
+
+
+def test_logged_metrics_reads_each_metric_where_it_was_logged(tmp_path):
+    from types import SimpleNamespace
+    from minitf.lightning import logged_metrics
+    (tmp_path / "metrics.csv").write_text("epoch,lr,step,train_loss,val_loss\n0,0.01,49,3.0,\n0,0.01,99,,2.5\n"
+                                          "0,0.01,99,2.0,\n")
+    trainer = SimpleNamespace(logger=SimpleNamespace(log_dir=str(tmp_path)))
+    logged = logged_metrics(trainer)
+    assert sorted(logged) == ["epoch", "lr", "train_loss", "val_loss"]
+    assert logged["train_loss"] == [(49, 3.0), (99, 2.0)] and logged["val_loss"] == [(99, 2.5)]
+
+
+def test_10_try_this_minitf_train_stops_at_step_800(one_thread):
+    """10's "Try this": with stop_when at 25 % exact match, section 1's run stops at step 800."""
+    import torch
+    import minitf
+    train_pairs, val_pairs = minitf.data.make_splits("copy", 2000, 100, seed=0, max_len=6)
+    config = minitf.Config(d_model=16, n_heads=4, n_layers=2, d_ff=64, norm_position="pre", dropout=0.0)
+    torch.manual_seed(0)
+    model = minitf.Transformer(config)
+    history = minitf.train(model, train_pairs, val_pairs, batch_size=32, progress=False, steps=3000, lr=1e-2,
+                           warmup=20, eval_every=100, stop_when=lambda m: m["exact_match"] >= 0.25)
+    last = history.last_val()
+    assert last["step"] == 800 and last["exact_match"] >= 0.25 and len(history.loss) == 800
+    assert history.val[-2]["step"] == 700 and history.val[-2]["exact_match"] < 0.25

@@ -99,16 +99,52 @@ def test_the_double_layernorm_differs_from_post_norm_once_gamma_and_beta_move():
 
 
 def test_without_residuals_neither_layout_passes_the_length_oracle(one_thread):
-    """04's "try this": the 4-layer copy run of section 4 with residual=False."""
-    train_pairs = minitf.make_pairs("copy", 2000, seed=1000, max_len=3)
-    held_out = minitf.make_pairs("copy", 200, seed=2000, max_len=3, exclude=[p.input for p in train_pairs])
-    deep = minitf.Config(d_model=16, d_ff=32, n_layers=4, dropout=0.0)
-    oracle = minitf.baselines.baseline_losses(held_out, train_pairs).length_oracle
-    loss = {}
-    for layout, residual in (("pre", True), ("pre", False), ("post", False)):
-        torch.manual_seed(0)
-        model = minitf.Transformer(deep.replace(norm_position=layout, residual=residual))
-        minitf.train(model, train_pairs, steps=150, lr=1.5e-2, batch_size=32, warmup=20, progress=False)
-        loss[layout, residual] = minitf.evaluate(model, held_out)["loss"]
-    assert loss["pre", False] > loss["pre", True] + 0.5  # pre-norm loses its lead
-    assert loss["pre", False] > oracle and loss["post", False] > oracle
+    """04's "try this": the learner's call, run("pre", 0, residual=False), gives the stored run."""
+    from minitf.experiments.norm_position import load_norm_position, run
+    study = load_norm_position()
+    [stored] = study.of("pre", residual=False)
+    again = run("pre", 0, residual=False)
+    assert abs(again["held_out_loss"] - stored["held_out_loss"]) < 0.05
+    assert again["held_out_loss"] > study.length_oracle
+    assert again["held_out_loss"] > study.of("pre")[0]["held_out_loss"] + 0.5   # pre-norm loses its lead
+
+
+# ---- 04's pre-norm against post-norm: the stored five-seed study and the sentences on it
+
+def test_04_the_stored_norm_study_is_what_its_code_computes():
+    """One stored run trained again (pre-norm, seed 0): the same losses and gradient norms, to
+    float32 accuracy, so the file is the recorded command's output and not an edited table."""
+    from conftest import assert_close_float32
+    from minitf.experiments.norm_position import load_norm_position, run
+    stored = load_norm_position().of("pre")[0]
+    again = run("pre", 0)
+    assert_close_float32(torch.tensor(again["loss"][:20]), torch.tensor(stored["loss"][:20]))
+    assert_close_float32(torch.tensor(again["grad_norms"][:20]), torch.tensor(stored["grad_norms"][:20]))
+    assert abs(again["held_out_loss"] - stored["held_out_loss"]) < 0.05
+
+
+def test_04_what_the_norm_study_says():
+    from minitf.experiments.norm_position import baselines, load_norm_position
+    study = load_norm_position()
+    assert study.seeds == [0, 1, 2, 3, 4] and study.command == "python bench/norm_position.py"
+    assert (round(study.length_oracle, 2), round(study.unigram, 2)) == (3.26, 3.86)
+    assert [round(x, 6) for x in baselines()] == [round(study.length_oracle, 6), round(study.unigram, 6)]
+    post = {r["seed"]: r["held_out_loss"] for r in study.of("post")}
+    pre = {r["seed"]: r["held_out_loss"] for r in study.of("pre")}
+    assert all(pre[s] < post[s] for s in pre)                                    # ahead in all five
+    assert round(min(pre.values()), 1) == 1.2 and round(max(pre.values()), 1) == 2.8
+    on_plateau = [s for s in post if abs(post[s] - study.unigram) < 0.02]        # "two … still on the plateau (3.87)"
+    between = [s for s in post if study.length_oracle < post[s] < study.unigram - 0.02]
+    assert len(on_plateau) == 2 and round(post[on_plateau[0]], 2) == 3.87 and len(between) == 1
+    assert study.below_oracle("post") == 2 and study.below_oracle("pre") == 5
+    assert (round(post[4], 2), round(pre[0], 2)) == (1.75, 2.84) and post[4] < pre[0]
+    post_grads, pre_grads = study.layer_grads("post"), study.layer_grads("pre")
+    assert 0.4 < post_grads[0] / post_grads[3] < 0.6                             # "about half"
+    assert max(pre_grads) / min(pre_grads) < 1.15                                # "about the same"
+
+
+def test_04_try_this_without_residuals_both_layouts_stay_on_the_plateau():
+    from minitf.experiments.norm_position import load_norm_position
+    study = load_norm_position()
+    flat = [r["held_out_loss"] for layout in ("post", "pre") for r in study.of(layout, residual=False)]
+    assert len(flat) == 2 and all(round(loss, 2) == 3.87 for loss in flat)

@@ -5,6 +5,7 @@ import math
 import torch
 
 import minitf
+from conftest import ROOT as ROOT_DIR
 from minitf import heatmaps
 from minitf.core.baselines import baseline_losses
 from minitf.views.sampling_view import sample_output
@@ -122,3 +123,77 @@ def test_05_watch_it_learn_with_the_usual_ids_finds_no_source():
     assert view.model.config.position_ids == "sequence"
     assert all(v["exact_match"] == 0 for v in history.val)
     assert all(0.1 < m < 0.3 for m in view.mass[-1][0].tolist())
+
+
+# ---- 05's repeated and doubled bytes, 06's causal claims (the zero/mean ablations and the patch
+# are asserted in 06's cells; these hold the sentences around them)
+
+def doubled(text) -> bool:
+    return any(a == b for a, b in zip(text, text[1:]))
+
+
+def test_05_shift_uniform_trained_on_22_percent_repeats_and_6_percent_doubled_bytes():
+    """"22 % of its 20,000 training inputs repeat a byte … a doubled byte is rare (6 %)"."""
+    from minitf.cli import checkpoint_pairs
+    train, _ = checkpoint_pairs(minitf.load("data/checkpoints/shift_uniform.pt"), n_val=0)
+    inputs = [p.input for p in train]
+    assert len(inputs) == 20000
+    assert round(100 * sum(len(set(t)) < len(t) for t in inputs) / len(inputs)) == 22
+    assert round(100 * sum(doubled(t) for t in inputs) / len(inputs)) == 6
+
+
+def test_05_the_shortcut_model_fails_on_doubled_bytes_not_on_repeats_apart():
+    """Over 2,000 fresh inputs, not only the notebook's 400."""
+    from minitf.cli import checkpoint_pairs
+    uniform = minitf.load("data/checkpoints/shift_uniform.pt")
+    seen = [p.input for p in checkpoint_pairs(uniform, n_val=0)[0]]
+    fresh = minitf.make_pairs("shift", 2000, seed=21, exclude=seen)
+    apart = [p for p in fresh if len(set(p.input)) < len(p.input) and not doubled(p.input)]
+    twice = [p for p in fresh if doubled(p.input)]
+    assert minitf.evaluate(uniform, apart)["exact_match"] > 0.97
+    assert minitf.evaluate(uniform, twice)["exact_match"] < 0.7
+
+
+def test_06_try_this_outcomes_of_the_selector():
+    reverse = minitf.load("data/checkpoints/reverse.pt")
+    uniform = minitf.load("data/checkpoints/shift_uniform.pt")
+    assert minitf.generate(minitf.ablate_heads(reverse, [(1, 0)]), b"stressed", 13).startswith(b"dessertsss")
+    assert minitf.generate(minitf.ablate_heads(reverse, [(1, 3)]), b"stressed") == b"desser7s"
+    assert minitf.generate(uniform, b"aaab") == b"bbc"
+
+
+def test_05_try_this_outcomes_of_the_next_byte_bars():
+    from minitf.views.sampling_view import NextByteBars
+    shift = minitf.load("data/checkpoints/shift.pt")
+    hot = NextByteBars(shift, "Hello", temperature=5.0, seed=0).state["output"]
+    assert not hot.startswith(b"I") and any(b > 126 for b in hot)
+    assert NextByteBars(shift, "Hello", temperature=5.0, top_k=3, seed=0).state["output"] == b"Ifmp"
+    assert minitf.generate(shift, b"aaab") == b"bbbc"
+
+
+def test_06_the_last_layer_of_a_row_reaches_only_that_rows_logits():
+    """"In layer 1, the last layer, what an input row reads cannot matter at all": patch every
+    head of the last layer at the input rows with another run's outputs; the output rows' logits
+    do not move."""
+    model = minitf.load("data/checkpoints/shift.pt")
+    clean, corrupted = heatmaps.model_input(("Hexxo", "Ifmmp")), heatmaps.model_input(("Hello", "Ifmmp"))
+    patched = minitf.patch_heads(model, [(1, h) for h in range(4)], clean, corrupted, positions=range(5))
+    with torch.no_grad():
+        torch.testing.assert_close(patched[0, 5:], model(corrupted)[0, 5:])
+
+
+def test_05_one_story_numbers():
+    """"at width 6 the numbering is the difference between 0.2 % and 100 %"; the 2×2's "from 2,648
+    to 5,552" parameters."""
+    sweep = minitf.smallest.load_tiny_sweep()
+    assert f"{sweep['− coupled ids'].exact_median:.1%}" == "0.2%" and f"{sweep['solver'].exact_median:.0%}" == "100%"
+    assert sweep["solver"].params == sweep["− coupled ids"].params == 1984
+    tiny_2x2 = minitf.results.load_ablation().only("tiny 2×2")
+    text = notebook_05_markdown()
+    assert "from 2,648 to 5,552" in text and "0.2 % and 100 %" in text
+    assert "5,552" in str(tiny_2x2) and "2,648" in str(tiny_2x2)
+
+
+def test_recipe_md_quotes_the_repeat_shares_of_20000_uniform_inputs():
+    text = (ROOT_DIR / "RECIPE.md").read_text()
+    assert "22 % of the 20,000 training inputs have a repeated\nbyte, 6 % the same byte twice in a row" in text

@@ -140,3 +140,18 @@ def test_07_what_the_missing_half_costs():
     assert f"the head's 2× alone costs {head - base:.1f}, the FFN's mix with the residual {ffn - base:.1f}" in text
     assert f"starts at a held-out loss of {every:.2f} instead of the small model's {base:.2f}" in text
     assert abs(base - loss(tiny)) < 1e-3  # the exact widening keeps the tiny model's loss
+
+
+def test_07_try_this_the_gap_grows_with_the_noise_and_widen_keeps_the_function():
+    """"about 1 % of the embedding's largest entry at noise 0.01, 5 % at 0.1 and 14 % at 1.0", and
+    widen passes its function check at noise 1.0 (it raises GrowthError where it does not)."""
+    from minitf.core.origami import train_watching_copies, widen
+    from minitf.experiments.results import GROWTH_START
+    tiny = minitf.load(GROWTH_START)
+    val_pairs = minitf.read_pairs(ROOT / "data" / "val.txt")
+    train_pairs = minitf.make_pairs("shift", 3000, seed=2026, max_len=12, exclude=[p.input for p in val_pairs])
+    probe = minitf.make_batch(val_pairs).ids
+    largest = tiny.embed.weight.abs().max().item()
+    share = {noise: train_watching_copies(widen(tiny, 2, noise=noise, dropout=0.0, inputs=probe).model,
+                                          train_pairs)[-1] / largest for noise in (0.01, 0.1, 1.0)}
+    assert [round(100 * s) for s in share.values()] == [1, 5, 14]

@@ -191,3 +191,33 @@ def test_02_head_dim_claims_say_what_the_numbers_show():
     # the ladder's positions rung moved to notebook 04, section 6: 02 only points there
     assert "ablation ladder" in text and "load_ablation" not in source("02_rope.ipynb")
     assert 'only("positions"' in " ".join(source("04_ffn_block.ipynb").split()).replace("\n", "")
+
+
+# ---- 01's tied ends and its "Try this" (issue 22)
+
+def test_01_tying_costs_the_smallest_solver_nothing_and_saves_1536_parameters():
+    """"Notebook 11's smallest solver is tied; untied, the same model solves the task no better
+    (100 % exact match on fresh pairs either way) with 1,536 more parameters"."""
+    from minitf.experiments.smallest import load_tiny_sweep
+    sweep = load_tiny_sweep()
+    tied, untied = sweep["solver"], sweep["− tied head"]
+    assert round(tied.exact_median, 3) == round(untied.exact_median, 3) == 1.0
+    assert untied.params - tied.params == 1536 == 256 * 6
+
+
+def test_01_try_this_parameter_counts():
+    count = lambda **kw: minitf.count_parameters(minitf.Transformer(minitf.Config(**kw)))
+    ends = lambda d: 2 * 256 * d + 256
+    assert (count(d_model=8, d_ff=16), ends(8)) == (5552, 4352)
+    assert (count(d_model=32, d_ff=128), count(d_model=32, d_ff=128) - ends(32)) == (42048, 25408)
+    assert count(d_model=20, d_ff=80) - ends(20) < ends(20)          # "between d_model 20 and 24"
+    assert count(d_model=24, d_ff=96) - ends(24) > ends(24)
+
+
+def test_02_try_this_pair_3s_period_by_base():
+    """"from 6,283 positions at base 10,000 to about 35 at base 10 … repeats within them from a base
+    of about 8 down" (head_dim 8: pair 3 turns by base^(-6/8) per position)."""
+    period = lambda base: 2 * math.pi / rope_frequencies(8, base, dtype=torch.float64)[0, 3].item()
+    assert round(period(10000.0)) == 6283 and round(period(10.0)) == 35
+    assert period(10 ** 0.95) > 32 > period(10 ** 0.90)          # the slider's steps around 8
+    assert 7.9 < 10 ** 0.90 < 8.0

@@ -523,3 +523,31 @@ def draw_widen(W: torch.Tensor, k: int = 2):
         axes[1].axhline(b * out - 0.5, color="black", lw=2.5)
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="weight value")
     return fig
+
+
+# ---- Do exact copies stay copies? (notebook 07, section 6)
+
+def copies_gap(model: Transformer) -> float:
+    """The largest difference between the two halves of a ×2-widened model's embedding: exactly 0
+    while the copies are exact copies."""
+    d = model.config.d_model // 2
+    return (model.embed.weight[:, :d] - model.embed.weight[:, d:]).abs().max().item()
+
+
+def train_watching_copies(model: Transformer, pairs, steps: int = 150, every: int = 5, lr: float = 3e-3,
+                          batch_size: int = 32, seed: int = 1) -> list[float]:
+    """Train `model` in place on random batches of `pairs` and return copies_gap at step 0 and every
+    `every` steps: identical copies get identical gradients, so only a split that is not exact parts."""
+    from .data import make_batch
+    from .train import train_step
+
+    optimizer = make_optimizer(model, lr=lr)
+    batches = torch.Generator().manual_seed(seed)
+    gaps = [copies_gap(model)]
+    for step in range(1, steps + 1):
+        pick = torch.randint(len(pairs), (batch_size,), generator=batches).tolist()
+        batch = make_batch([pairs[i] for i in pick])
+        train_step(model, optimizer, batch.ids, batch.targets)
+        if step % every == 0:
+            gaps.append(copies_gap(model))
+    return gaps

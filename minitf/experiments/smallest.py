@@ -220,11 +220,11 @@ def plot_offset_scores(heads: dict):
                 label=f"{label}\nmargin {margin:.3f}")
     ax.axhline(1, color="0.5", lw=0.8, ls=":")
     ax.set_xticks(offsets)
-    ax.set_xlabel("relative offset m between query and key (positions)", fontsize=10)
-    ax.set_ylabel("score of offset m (offset 0 = 1)", fontsize=10)
+    ax.set_xlabel("offset Δ of a key from the target key (positions)", fontsize=10)
+    ax.set_ylabel("score at offset Δ (the target = 1)", fontsize=10)
     ax.tick_params(labelsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
-              title="head (margin: 1 − closest\ncompetitor over m = 1…12)", title_fontsize=9)
-    ax.set_title("Can one head pick offset 0 and no other?", fontsize=11)
+              title="head (margin: 1 − closest\ncompetitor over Δ = 1…12)", title_fontsize=9)
+    ax.set_title("Can one head pick its target (Δ = 0) and no other key?", fontsize=11)
     return fig

@@ -45,7 +45,7 @@ import pathlib
 import numpy as np
 import torch
 
-from ..core.tokens import show
+from ..core.tokens import EOS, TAB, show
 from .pictures import FIGURE_DPI, ShowsPicture, figure_png
 from .trace import Trace, trace
 
@@ -236,9 +236,20 @@ def build_view(tr: Trace, position: int) -> dict:
     nxt = tr.next_byte(t)
     return {"meta": {"ids": tr.ids, "labels": labels, "position": t, "T": T,
                      "summary": _summary(c), "max_bytes": min(MAX_BYTES, c.max_len),
-                     "prediction": {"byte": nxt, "label": show([nxt]),
-                                    "p": float(tr.probs[t, nxt])}},
+                     "prediction": {"byte": nxt, "label": show([nxt]), "name": BYTE_NAMES.get(nxt, ""),
+                                    "p": float(tr.probs[t, nxt])},
+                     "ended": output_ended(tr.ids)},
             "sections": sections, "prov": {k: tr.explain(k) for k in keys}}
+
+
+BYTE_NAMES = {TAB: "TAB: the input ends", EOS: "EOS: the output ends"}
+
+
+def output_ended(ids) -> bool:
+    """A pair's output has ended: the bytes hold a TAB and end with EOS. Generation stops there (a
+    language model's text has no TAB, and its newline is only a byte)."""
+    ids = list(ids)
+    return len(ids) > 0 and ids[-1] == EOS and TAB in ids
 
 
 def _all_cards(section: dict):
@@ -587,7 +598,8 @@ class Explorer(ShowsPicture):
         self.model = model
         self.trace: Trace | None = None
         self.error: str | None = None
-        self.widget = _widget_class()(text=text)
+        # the text box shows TAB and EOS as the escapes \t and \n, also where `text` holds them raw
+        self.widget = _widget_class()(text=to_text(from_text(text)))
         self._updating = False  # True while the kernel itself moves the position
         self._recompute(position)
         self.widget.observe(self._on_text, names="text")
@@ -616,8 +628,11 @@ class Explorer(ShowsPicture):
         return self.widget.view
 
     def step(self) -> int | None:
-        """Append the greedy next byte (the argmax after the last position); returns it."""
+        """Append the greedy next byte (the argmax after the last position); returns it, or None
+        where generation stops: at the length limit, or once a pair's output has ended (EOS)."""
         if self.trace is None or len(self.trace.ids) >= min(MAX_BYTES, self.model.config.max_len):
+            return None
+        if output_ended(self.trace.ids):
             return None
         nxt = self.trace.next_byte(-1)
         self.text = self.text + to_text([nxt])

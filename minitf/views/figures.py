@@ -91,11 +91,13 @@ def plot_exact_by_length(rows: dict, trained_up_to: int | None = None):
     return fig
 
 
-def plot_training(metadata: dict, baselines: dict | None = None, title: str | None = None):
+def plot_training(metadata: dict, baselines: dict | None = None, title: str | None = None,
+                  legend_below: bool = False):
     """The curves `python -m minitf train` stores in a checkpoint's metadata: the training loss (the
     mean of every `loss_curve_every` steps) and the validation loss, in bits per byte for a text
     model (its validation entries have `bits_per_byte`), else in nats; each baseline of `baselines`
-    (a dict label → nats, or `text_baselines(...)`) as a dashed line. A matplotlib Figure."""
+    (a dict label → nats, or `text_baselines(...)`) as a dashed line. A matplotlib Figure.
+    `legend_below` moves the legend under the axes, for curves that fill the upper right."""
     import math
 
     from matplotlib.figure import Figure
@@ -114,7 +116,10 @@ def plot_training(metadata: dict, baselines: dict | None = None, title: str | No
         ax.axhline(loss * scale, ls="--", color=colour, lw=1, label=label)
     top = max([*(loss * scale for _, loss in lines), *(v["loss"] * scale for v in val)])
     ax.set(xlabel="step", ylabel=unit, ylim=(None, 1.06 * top), title=title or "learning curve")
-    ax.legend(fontsize=9, loc="upper right")
+    if legend_below:
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)
+    else:
+        ax.legend(fontsize=9, loc="upper right")
     return fig
 
 
@@ -185,4 +190,139 @@ def plot_missing_half(exact, naive, losses: dict):
     right.set_title("What each missing ½ costs", fontsize=10)
     right.tick_params(labelsize=9)
     right.legend(fontsize=9, loc="lower right")
+    return fig
+
+
+def plot_logged(metrics: dict, names=("train_loss", "val_loss")):
+    """Logged losses against the step they were logged at, one marked line per metric and its
+    count of points in the legend (a logger that writes every 50 steps draws 4 points of 200).
+    metrics: name → [(step, value)], as minitf.lightning.logged_metrics reads them. A Figure."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 3))
+    ax = fig.subplots()
+    for name, marker in zip(names, ("s-", "o-", "^-", "v-")):
+        steps, values = zip(*metrics[name])
+        gaps = sorted({b - a for a, b in zip(steps, steps[1:])})
+        every = f", logged every {gaps[0]} steps" if len(gaps) == 1 else ""
+        ax.plot(steps, values, marker, label=f"{name} ({len(steps)} points{every})")
+    ax.set(xlabel="step", ylabel="loss (nats)")
+    ax.legend(fontsize=9)
+    return fig
+
+
+# ---- Notebook 03's two pictures of attention, drawn by one call each
+
+def _matrix_panel(ax, M, title, cmap, vmin, vmax, text=None, followed: int = 1):
+    """A T×T heatmap with its numbers (or `text`) in the cells; row `followed` outlined."""
+    from matplotlib.patches import Rectangle
+
+    T = M.shape[0]
+    im = ax.imshow(M, cmap=cmap, vmin=vmin, vmax=vmax)
+    for i in range(T):
+        for j in range(T):
+            x = float(M[i, j])
+            r, g, b, _ = im.cmap(im.norm(x))  # white text on dark cells
+            ax.text(j, i, text[i][j] if text else f"{x:.2f}", ha="center", va="center", fontsize=11,
+                    color="white" if 0.3 * r + 0.6 * g + 0.1 * b < 0.5 else "black")
+    ax.add_patch(Rectangle((-0.5, followed - 0.5), T, 1, fill=False, ec="darkorange", lw=3))
+    ax.set(title=title, xlabel="key position j", ylabel="query position i", xticks=range(T), yticks=range(T))
+    return im
+
+
+def plot_attention_steps(scores, mask, weights_open, weights, followed: int = 1):
+    """The four steps of causal attention on a T×T example, numbers in the cells: ① the scaled
+    scores, ② the causal mask, ③ softmax without it, ④ softmax with it; the followed query's row
+    outlined. A matplotlib Figure."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8.5, 7), layout="constrained")
+    axes = fig.subplots(2, 2)
+    im = _matrix_panel(axes[0, 0], scores, "① scores q·k / √d_k", "RdBu_r", -1.2, 1.2, followed=followed)
+    fig.colorbar(im, ax=axes[0, 0], label="score (0 = no agreement)")
+    hidden = [["hidden" if m else "visible" for m in row] for row in mask.tolist()]
+    im = _matrix_panel(axes[0, 1], mask.double(), "② causal mask", ListedColormap(["#e8f1e4", "#555555"]),
+                       0, 1, text=hidden, followed=followed)
+    bar = fig.colorbar(im, ax=axes[0, 1], ticks=[0.25, 0.75])
+    bar.ax.set_yticklabels(["False:\nmay look", "True:\nhidden"])
+    for ax, M, title in ((axes[1, 0], weights_open, "③ softmax without the mask"),
+                         (axes[1, 1], weights, "④ softmax with the mask (−∞ → 0)")):
+        im = _matrix_panel(ax, M, title, "Blues", 0, 1, followed=followed)
+        fig.colorbar(im, ax=ax, label="attention weight")
+    return fig
+
+
+def draw_attention_flow(config, B: int = 1, T: int = 5):
+    """Boxes and arrows: the shapes of x, q/k/v, the heads, the weights and the output of one
+    multi-head attention with `config`'s sizes. A matplotlib Figure."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import FancyBboxPatch
+
+    C, H, hd = config.d_model, config.n_heads, config.head_dim
+    fig = Figure(figsize=(9, 6.4))
+    ax = fig.subplots()
+    ax.set(xlim=(-0.6, 9.6), ylim=(-0.6, 10.4))
+    ax.axis("off")
+
+    def box(x, y, text, color, w=2.3):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - 0.47), w, 0.94, boxstyle="round,pad=0.05",
+                                    fc=color, ec="black", lw=1))
+        ax.text(x, y, text, ha="center", va="center", fontsize=10)
+
+    def arrow(x0, y0, x1, y1, label="", dx=0.12):
+        ax.annotate("", (x1, y1 + 0.53), (x0, y0 - 0.53), arrowprops=dict(arrowstyle="->", lw=1.3))
+        if label:
+            ax.text((x0 + x1) / 2 + dx, (y0 + y1) / 2, label, fontsize=9, color="#333333", va="center")
+
+    def shape(y, text):  # the symbolic shape of a row, in the left margin
+        ax.text(-0.5, y, text, fontsize=9, color="#666666", style="italic", va="center")
+
+    cols = {"q": 2.6, "k": 5.0, "v": 7.4}
+    box(5.0, 9.8, f"x  ({B}, {T}, {C})", "#dddddd", w=2.3)
+    shape(9.8, "(B, T, C)")
+    for name, x0 in cols.items():
+        arrow(5.0, 9.8, x0, 8.4)
+        box(x0, 8.4, f"{name}  ({B}, {T}, {C})", "#cfe2f3", w=2.1)
+        arrow(x0, 8.4, x0, 7.0, "view" if name == "v" else "")
+        box(x0, 7.0, f"({B}, {T}, {H}, {hd})", "#cfe2f3", w=2.1)
+        arrow(x0, 7.0, x0, 5.6, "transpose" if name == "v" else "")
+        box(x0, 5.6, f"{name}  ({B}, {H}, {T}, {hd})", "#fce5cd", w=2.1)
+    ax.text(6.8, 9.55, "one linear layer:\n[W_Q; W_K; W_V]", fontsize=9, color="#333333", va="center")
+    shape(8.4, "(B, T, C)")
+    shape(7.0, "(B, T, H, hd)")
+    shape(5.6, "(B, H, T, hd)")
+    for name in ("q", "k"):
+        arrow(cols[name], 5.6, 3.8, 4.2)
+    ax.text(0.35, 4.85, "RoPE rotates\nq and k (02)", fontsize=9, color="#333333", va="center")
+    box(3.8, 4.2, f"weights  ({B}, {H}, {T}, {T})\n= softmax(q kᵀ/√hd + mask)", "#f4cccc", w=3.0)
+    shape(4.2, "(B, H, T, T)")
+    arrow(3.8, 4.2, 5.0, 2.8)
+    arrow(cols["v"], 5.6, 5.0, 2.8)
+    box(5.0, 2.8, f"weights @ v  ({B}, {H}, {T}, {hd})", "#fce5cd", w=3.2)
+    shape(2.8, "(B, H, T, hd)")
+    arrow(5.0, 2.8, 5.0, 1.4, "transpose + reshape: heads side by side")
+    box(5.0, 1.4, f"({B}, {T}, {H}·{hd}) = ({B}, {T}, {C})", "#cfe2f3", w=3.2)
+    shape(1.4, "(B, T, H·hd)")
+    arrow(5.0, 1.4, 5.0, 0.0, "W_O mixes the heads")
+    box(5.0, 0.0, f"output  ({B}, {T}, {C})", "#dddddd", w=2.3)
+    shape(0.0, "(B, T, C)")
+    ax.text(8.9, 5.6, f"{H} heads,\neach its own\n({T}, {hd})\nproblem", fontsize=9, va="center")
+    return fig
+
+
+def plot_copy_gaps(watched: dict, every: int = 5):
+    """The gap between a widened model's two copies during training, one line per noise of the
+    split: watched is noise → gaps (core.origami.train_watching_copies). A matplotlib Figure."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 3.6))
+    ax = fig.subplots()
+    for noise, gaps in watched.items():
+        ax.plot(range(0, every * len(gaps), every), gaps, lw=2.5, marker="o", ms=3,
+                label=f"noise {noise}" + (" (exact copies)" if noise == 0 else " (noisy split)"))
+    ax.set_xlabel("training step after widening", fontsize=10)
+    ax.set_ylabel("largest gap between the copies", fontsize=10)
+    ax.set_title("Exact copies stay copies; the noisy split lets them part", fontsize=11)
+    ax.legend(fontsize=9)
     return fig

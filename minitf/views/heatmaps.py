@@ -113,10 +113,11 @@ def mark_sources(ax, task: str, n_input: int, n_output: int) -> None:
 
 
 def plot_attention(weights: list[torch.Tensor], labels: list[str], layers=None, heads=None,
-                   size: float = 2.6, colorbar: bool = True, title: str = ""):
+                   size: float = 2.6, colorbar: bool = True, title: str = "", columns: int | None = None):
     """A grid of heatmaps, one row per layer and one column per head, each panel `size` inches square,
     with one shared colorbar; returns a matplotlib Figure. Byte labels on the left column and the
-    bottom row only.
+    bottom row only. `columns` wraps the panels, (layer, head) in order, into rows of that many:
+    four heads as 2 × 2 stay readable in a notebook column where 1 × 4 would be too wide.
 
     A bare Figure (not pyplot) so it can be drawn into a widget without touching global state.
     """
@@ -125,12 +126,15 @@ def plot_attention(weights: list[torch.Tensor], labels: list[str], layers=None, 
     layers = list(range(len(weights))) if layers is None else list(layers)
     heads = list(range(weights[0].size(0))) if heads is None else list(heads)
     bar = 0.9 if colorbar else 0.0
+    panels = [(layer, head) for layer in layers for head in heads]
+    n_cols = len(heads) if columns is None else columns
+    grid = [panels[i:i + n_cols] for i in range(0, len(panels), n_cols)]
     fontsize = label_size(size, len(labels))
     label_room = 0.12 + fontsize / 72 * 1.2  # one monospace glyph and its padding
     top = 0.75 if title else 0.4
     gap, row_gap = 0.15, 0.45  # inches between panels; a row gap holds the next row's titles
-    width = size * len(heads) + gap * (len(heads) - 1) + 0.3 + label_room + 0.1 + bar
-    height = size * len(layers) + row_gap * (len(layers) - 1) + 0.35 + top + label_room
+    width = size * n_cols + gap * (n_cols - 1) + 0.3 + label_room + 0.1 + bar
+    height = size * len(grid) + row_gap * (len(grid) - 1) + 0.35 + top + label_room
     fig = Figure(figsize=(width, height))
     # fixed margins in inches, so each panel is `size` wide and its labels get the room label_size
     # gave them; a layout engine would also redo the layout on every draw, 2-3× slower
@@ -139,11 +143,15 @@ def plot_attention(weights: list[torch.Tensor], labels: list[str], layers=None, 
                         wspace=gap / size, hspace=row_gap / size)
     if title:
         fig.suptitle(title, fontsize=11, y=1 - 0.12 / height, va="top")
-    axes = fig.subplots(len(layers), len(heads), squeeze=False)
-    for r, layer in enumerate(layers):
-        for c, head in enumerate(heads):
+    axes = fig.subplots(len(grid), n_cols, squeeze=False)
+    for r, row in enumerate(grid):
+        for c in range(n_cols):
+            if c >= len(row):
+                axes[r][c].set_visible(False)
+                continue
+            layer, head = row[c]
             image = draw_head(axes[r][c], weights[layer][head], labels, f"layer {layer} · head {head}",
-                              fontsize, x_labels=r == len(layers) - 1, y_labels=c == 0)
+                              fontsize, x_labels=r == len(grid) - 1, y_labels=c == 0)
     if colorbar:
         cax = fig.add_axes([1 - (bar - 0.15) / width, (0.35 + label_room) / height, 0.15 / width,
                             1 - (0.35 + top + label_room) / height])
@@ -193,6 +201,8 @@ class AttentionSelector(ShowsPicture):
     callbacks from printing into the notebook cell, and lets a test set `.example.value` etc. and look
     at `.out.outputs` and `.state`.
     """
+
+    EXTRA_BYTES = 4  # generation stops this many bytes past the input's length if no ⏎ came
 
     def __init__(self, examples, example: int = 0, layer: int = 0, head: int = 0, size: float = 6.0,
                  off=()):
@@ -267,11 +277,16 @@ class AttentionSelector(ShowsPicture):
         text = to_bytes(self.text.value)
         if self.off:
             model = ablate_heads(model, sorted(self.off))
-        output = generate(model, text) if text else b""
+        # a model without a head it needs may never write ⏎: stop a few bytes past the input's length,
+        # so the picture keeps rows few enough to label (these tasks' outputs are as long as the input)
+        room = min(len(text) + self.EXTRA_BYTES, model.config.max_len - len(text) - 2)
+        output = generate(model, text, max_new_tokens=room + 1) if text else b""
+        stopped = len(output) > room
+        output = output[:room]
         weights, labels = attention_weights(model, (text, output)) if text else ([], [])
         right = TASKS[name](text) if name in TASKS else None
         return {"name": name, "input": text, "output": output, "right": right, "off": sorted(self.off),
-                "weights": weights, "labels": labels}
+                "weights": weights, "labels": labels, "stopped": stopped}
 
     def redraw(self) -> None:
         from IPython.display import Image
@@ -280,18 +295,21 @@ class AttentionSelector(ShowsPicture):
         verdict = "" if s["right"] is None else (" ✓" if s["output"] == s["right"] else
                                                  f" ✗ (right: {escape(show(s['right']))})")
         off = ", ".join(f"layer {l} · head {h}" for l, h in s["off"]) or "none"
-        self.output.value = (f"<code>{escape(show(s['input']))} ⇥ → {escape(show(s['output']))}</code>"
-                             f"{verdict} &nbsp; switched off: {off}")
+        more = " …" if s["stopped"] else ""
+        stopped = (f" (no ⏎ after {len(s['output'])} bytes: stopped)" if s["stopped"] else "")
+        self.output.value = (f"<code>{escape(show(s['input']))} ⇥ → {escape(show(s['output']))}{more}</code>"
+                             f"{verdict}{stopped} &nbsp; switched off: {off}")
         self.out.outputs = ()
         if s["input"]:
             layer, head = self.layer.value, self.head.value
-            title = (f"{show(s['input'])} ⇥ → {show(s['output'])}{_plain(verdict)}"
-                     + (f"   (switched off: {off})" if s["off"] else ""))
+            # the title fits the panel: the input and output (clipped), and how many heads are off
+            title = (f"{_clip(show(s['input']))} ⇥ → {_clip(show(s['output']) + more)}"
+                     f"{' ✓' if s['output'] == s['right'] else ' ✗' if s['right'] is not None else ''}"
+                     + (f"  ({len(s['off'])} switched off)" if s["off"] else ""))
             fig = plot_attention(s["weights"], s["labels"], [layer], [head], self.size, title=title)
             ax = fig.axes[0]
             if (layer, head) in self.off:
-                ax.set_title(f"layer {layer} · head {head} (switched off: its output is not used)",
-                             fontsize=10)
+                ax.set_title(f"layer {layer} · head {head}: switched off", fontsize=10)
             if s["name"] in ("copy", "shift", "reverse"):
                 mark_sources(ax, s["name"], len(s["input"]), len(s["output"]))
                 ax.legend(loc="upper right", fontsize=9)
@@ -314,8 +332,9 @@ def _text(data) -> str:
     return to_bytes(data).decode("utf-8", "replace")
 
 
-def _plain(html: str) -> str:
-    return html.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+def _clip(text: str, most: int = 16) -> str:
+    """At most `most` characters, so a figure's title stays inside its width."""
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 

@@ -248,10 +248,13 @@ function render({ model, el: root }) {
     prediction.dataset.byte = p.byte;
     prediction.append(
       "greedy next byte after position " + m.position + ": ",
-      el("b", "mtf-pred-byte", `'${p.label}' (${p.byte})`),
+      el("b", "mtf-pred-byte", `'${p.label}' (${p.byte}${p.name ? ", " + p.name : ""})`),
       ` with p = ${p.p.toFixed(3)}`
     );
-    step.disabled = m.T >= m.max_bytes;
+    // a pair's output ends at EOS: generation stops there, as minitf.generate does
+    step.disabled = m.T >= m.max_bytes || m.ended;
+    step.title = m.ended ? "the output has ended (⏎, EOS): edit the text to go on"
+                         : "append the most likely next byte (greedy) and follow it";
     for (const s of view.sections) body.appendChild(section(s));
   }
 
