@@ -183,6 +183,28 @@ def plot_heads(panels: list[tuple[str, torch.Tensor]], labels: list[str], size: 
     return fig
 
 
+def plot_ablation(exact: dict, tasks=("shift", "reverse"), n_layers: int = 2, n_heads: int = 4):
+    """Held-out exact match with one head switched off, a bar per head and a panel per task:
+    exact[(task, layer, head)] in [0, 1]. Layers get a colour each, with a key."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    colours = ["tab:orange", "tab:purple", "tab:green", "tab:blue"]
+    heads = [(l, h) for l in range(n_layers) for h in range(n_heads)]
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
+    axes = fig.subplots(1, len(tasks), sharey=True, squeeze=False)[0]
+    for ax, task in zip(axes, tasks):
+        ax.bar(range(len(heads)), [100 * exact[task, l, h] for l, h in heads],
+               color=[colours[l % len(colours)] for l, h in heads])
+        ax.set_xticks(range(len(heads)), [f"{l}.{h}" for l, h in heads], fontsize=9)
+        ax.axhline(100, color="grey", ls=":", lw=1)
+        ax.set(title=task, xlabel="head switched off (layer.head)")
+    axes[0].set_ylabel("held-out exact match (%)")
+    axes[-1].legend(handles=[Patch(color=colours[l % len(colours)], label=f"a head of layer {l}")
+                             for l in range(n_layers)], fontsize=9, loc="upper left")
+    return fig
+
+
 def option_label(name: str, pair) -> str:
     """A dropdown entry: the task and the pair in full (TAB and EOS never appear inside a pair)."""
     return f"{name}: {show(pair[0])} → {show(pair[1])}"
