@@ -180,7 +180,16 @@ def trace(model, ids) -> Trace:
     config = model.config
     if not 1 <= len(ids) <= config.max_len:
         raise ValueError(f"need 1 to max_len = {config.max_len} bytes, got {len(ids)}")
+    unwritten = [name for name in ("ffn_gate", "qk_norm", "logit_softcap")
+                 if getattr(config, name, None) not in (None, False)]
+    if unwritten:
+        raise ValueError(f"trace writes out the block without {', '.join(unwritten)}; this model "
+                         "has them (Config's modern options), so its trace would not be its "
+                         "forward pass")
     m = copy.deepcopy(model).double().eval()  # the learner's model stays as it is
+    for module in m.modules():  # bias=False: the copy gets zero biases, so every formula reads "+ 0"
+        if isinstance(module, torch.nn.Linear) and module.bias is None:
+            module.bias = torch.nn.Parameter(module.weight.new_zeros(module.weight.size(0)))
     pos = m.positions(torch.tensor([ids]))  # the model's own numbering (coupled), or None
     pos = torch.arange(len(ids)) if pos is None else pos[0]  # (T,)
     embedding = m.embed.weight[ids]  # (T, C)
@@ -255,6 +264,7 @@ ACTIVATIONS = {  # written out; F.gelu's default is the exact (erf) form
     "relu": lambda u: u.clamp_min(0),
     "gelu": lambda u: 0.5 * u * (1 + torch.erf(u / math.sqrt(2))),
     "silu": lambda u: u / (1 + torch.exp(-u)),
+    "relu2": lambda u: u.clamp_min(0) ** 2,
 }
 
 
@@ -575,7 +585,7 @@ def _explain_layer(tr: Trace, l: int, p, index, kind: str, value: float, end: st
         t, u = index
         x = fmt(float(layer.ffn_pre[t, u]))
         formula = {"relu": f"max(0, {x})", "gelu": f"{x}·Φ({x})",
-                   "silu": f"{x}·σ({x})"}[c.activation]
+                   "silu": f"{x}·σ({x})", "relu2": f"max(0, {x})²"}[c.activation]
         return f"{L}.ffn_hidden[{t},{u}] = {c.activation}(ffn_pre) = {formula}{end}"
     if kind == "ffn_out":
         t, ch = index
