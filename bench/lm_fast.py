@@ -62,6 +62,8 @@ ARMS = {
     "− WSD (cosine to 0.1·lr)": arm(FAST, train=dict(schedule="cosine")),
     "− embedding lr ×3 (×1)": arm(FAST, opt=dict(embed_lr=1.0)),
     "− right-size (4 layers)": arm(FAST, config=dict(n_layers=4)),
+    "− right-size (4 layers, 190 steps: about the same time)": arm(FAST, config=dict(n_layers=4),
+                                                                   train=dict(steps=190)),
     "− batch 24 (batch 32, 255 steps)": arm(FAST, train=dict(batch_size=32, steps=255)),
     "− warm-up 20 (50)": arm(FAST, train=dict(warmup=50)),
     "− lr 1.5e-2 (1e-2)": arm(FAST, train=dict(lr=1e-2)),
