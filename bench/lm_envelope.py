@@ -46,9 +46,10 @@ def size_config(size):
 
 
 def envelope(points: dict) -> dict:
-    """budget → (best size, its mean final loss) over the sizes measured at that budget."""
+    """budget → (best size, its mean final loss), at the budgets every size was measured at (a
+    budget only some sizes have would make the envelope jump up there)."""
     out = {}
-    for b in sorted({b for s in points.values() for b in s}):
+    for b in sorted(set.intersection(*(set(s) for s in points.values()))):
         cands = {s: statistics.mean(v[b]) for s, v in points.items() if b in v}
         best = min(cands, key=cands.get)
         out[b] = (best, cands[best])
@@ -73,6 +74,7 @@ def compute_for(env: dict, loss: float) -> tuple[float | None, str]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--seeds", type=int, nargs="*", default=SEEDS)
     p.add_argument("--out", type=Path, default=ROOT / "minitf" / "experiments" / "stored")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -83,7 +85,7 @@ def main(argv=None) -> int:
     growth = json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_growth.json").read_text())
     lr, steps = growth["lr"], (6 if args.quick else growth["budget_steps"])
     text = minitf.read_text(G.TEXT, G.CONTEXT)
-    for seed in SEEDS:
+    for seed in args.seeds:
         for size in SIZES:
             for b in BUDGETS:
                 k = f"{size} | budget {b} | seed {seed}"
@@ -116,7 +118,8 @@ def main(argv=None) -> int:
         rescored[name] = {"budget": a["budget"], "final_loss": loss,
                           "vs_envelope": None if c_env is None else a["budget"] / c_env, "where": where,
                           "vs_scratch": None if c_scr is None else a["budget"] / c_scr, "where_scratch": where_s,
-                          "vs_envelope_per_seed": [None if c is None else a["budget"] / c for c, _ in per_seed]}
+                          "vs_envelope_per_seed": [None if c is None else a["budget"] / c for c, _ in per_seed],
+                          "where_per_seed": [w for _, w in per_seed]}
     result.update({"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                    "command": " ".join(["python bench/lm_envelope.py", *(argv if argv is not None else sys.argv[1:])]),
                    "lr": lr, "budget_steps": steps, "budget_flops": growth["budget_flops"],
@@ -151,13 +154,16 @@ def report(result: dict) -> str:
           "| arm | budget | final loss | vs the 4L target (scratch) | vs the envelope | per seed vs envelope |",
           "|---|---:|---:|---:|---:|---|"]
     top = max(budgets)
+    # the envelope's own largest budget bounds "above"
+    top = max(float(b) for b in result["envelope"])
 
     def fmt(x, w, budget):
         if w == "above":  # better than the yardstick's largest budget: the multiplier is below this
             return f"< {budget / top:.2f} (not bracketed)"
         return f"> {x:.2f} (worse than its smallest budget)" if w == "below" else f"{x:.2f}"
     for name, a in result["rescored"].items():
-        seeds = ", ".join(f"< {a['budget'] / top:.2f}" if x is None else f"{x:.2f}" for x in a["vs_envelope_per_seed"])
+        seeds = ", ".join(fmt(x, w, a["budget"]).split(" (")[0]
+                          for x, w in zip(a["vs_envelope_per_seed"], a["where_per_seed"]))
         L.append(f"| {name} | {a['budget']} | {a['final_loss']:.4f} | {fmt(a['vs_scratch'], a['where_scratch'], a['budget'])} | "
                  f"{fmt(a['vs_envelope'], a['where'], a['budget'])} | {seeds} |")
     L += ["", "\"<\" and \">\": the arm's loss lies outside the budgets the yardstick was measured at, so "

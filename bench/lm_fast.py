@@ -123,6 +123,11 @@ def ratios(result: dict, name: str, key: str = "wall_s") -> list[float]:
     return [a[key] / ref[a["seed"]][key] for a in ours if a["seed"] in ref]
 
 
+def paired(runs, base) -> str:
+    d = [r["val_loss"] - base[r["seed"]] for r in runs if r["seed"] in base]
+    return f"{statistics.median(d):+.4f} ({min(d):+.4f} to {max(d):+.4f})" if d else "—"
+
+
 def report(result: dict) -> str:
     ref = result["runs"].get("reference")
     L = ["# The fast language model: `--recipe lm-fast` and what each trick buys", "",
@@ -130,13 +135,15 @@ def report(result: dict) -> str:
          "thread per run, runs of every arm and of the nanoGPT-style reference interleaved round by round "
          "(round i: seed i of every arm, then reference seed i). Validation loss in nats per byte on the "
          "whole last 10 % of tiny Shakespeare (tiled 64-byte windows, bench/lm.py's evaluator); training "
-         "time without evaluation. Medians over seeds (loss: min–max); the ratio is each run's wall time "
+         "time without evaluation. Medians over seeds (loss: min–max; Δ: the arm's loss minus lm-fast's "
+         "with the same seed, which saw the same batches); the ratio is each run's wall time "
          "over the reference's in its round. The machine was shared: load average "
          f"{result.get('load_range', '?')} while it ran, so absolute seconds are inflated; the ratios and "
          "CPU seconds are the steadier figures.", "",
-         "| arm | parameters | steps | ms/step | wall s | CPU s | val loss | ≤ 1.89 | wall ÷ reference | "
-         "CPU ÷ reference |",
-         "|---|---:|---:|---:|---:|---:|---|---|---:|---:|"]
+         "| arm | parameters | steps | ms/step | wall s | CPU s | val loss | Δ loss vs lm-fast, paired by seed | "
+         "≤ 1.89 | wall ÷ reference | CPU ÷ reference |",
+         "|---|---:|---:|---:|---:|---:|---|---|---|---:|---:|"]
+    base = {r["seed"]: r["val_loss"] for r in result["runs"].get("lm-fast", {}).get("runs", [])}
     for name, entry in result["runs"].items():
         runs = entry["runs"]
         if not runs:
@@ -149,7 +156,7 @@ def report(result: dict) -> str:
         ratio += " | " + (f"{statistics.median(rc):.3f} ({min(rc):.3f}–{max(rc):.3f})" if rc else "1")
         L.append(f"| {name} | {s['params']:,} | {s['steps']} | {s['ms_per_step']:.1f} | {s['wall_s']:.1f} | "
                  f"{s['cpu_s']:.1f} | {s['val_loss']:.4f} ({s['min_loss']:.4f}–{s['max_loss']:.4f}) | "
-                 f"{ok}/{len(runs)} | {ratio} |")
+                 f"{paired(runs, base)} | {ok}/{len(runs)} | {ratio} |")
     fast = result["runs"].get("lm-fast", {}).get("spec")
     if fast:
         L += ["", f"lm-fast: `{json.dumps(fast, separators=(',', ':'))}`; every other row differs from "

@@ -34,6 +34,9 @@ rendered from whatever results exist, each with its own date):
   lm_fast    runs bench/lm_fast.py (resumable; ~25 min of one core): `--recipe lm-fast` and one
              ablation row per trick it keeps, 3 seeds each, interleaved round by round with the
              nanoGPT-style reference; wall time and loss as a ratio to it; shows minitf/experiments/stored/lm_fast.md
+  lm_envelope runs bench/lm_envelope.py (resumable; ~15 min of one core): 4 sizes x 3 budgets, fully
+             decayed, 2 seeds; the best fixed size per budget and lm_growth's arms re-scored against it;
+             shows minitf/experiments/stored/lm_envelope.md
   length     runs bench/length_study.py (resumable; ~5 min of one core): trained on inputs of 1-12 bytes,
              exact match on 13-24 by RoPE frequencies and randomised position offsets, 3 seeds per
              arm; shows minitf/experiments/stored/length_study.md
@@ -71,7 +74,7 @@ SOLVE_GOAL_S = 60.0
 SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts included
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
-            "length", "lm_fast")
+            "length", "lm_fast", "lm_envelope")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
 
 
@@ -602,7 +605,8 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
             ("fast", "fast_recipe.md", "The fastest recipe: start to saved checkpoint"),
             ("length", "length_study.md", "Length generalisation: trained on 1–12 bytes, tested on 1–24"),
             ("lm_fast", "lm_fast.md", "The fast language model: `--recipe lm-fast` beside the nanoGPT-style "
-             "reference")],
+             "reference"),
+            ("lm_envelope", "lm_envelope.md", "The language model's iso-FLOP envelope, and growth against it")],
             start=5):
         # the long experiments: what bench/run.py ran, then the summary each wrote itself
         section, md = load(name), results / summary
@@ -715,7 +719,8 @@ def main(argv=None) -> int:
                     "tiny_sweep": lambda: bench_script("tiny_sweep.py", args),
                     "fast": lambda: bench_script("fast_recipe.py", args),
                     "length": lambda: bench_script("length_study.py", args),
-                    "lm_fast": lambda: bench_script("lm_fast.py", args)}
+                    "lm_fast": lambda: bench_script("lm_fast.py", args),
+                    "lm_envelope": lambda: bench_script("lm_envelope.py", args)}
         for name in SECTIONS:
             if name in args.only:
                 print(f"[{now()}] {name} …", flush=True)

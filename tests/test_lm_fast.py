@@ -57,3 +57,25 @@ def test_stored_ablation_meets_the_goal():
     assert min(ref.losses) > res.target - 0.02      # the reference lands near the mark itself
     for a in res.arms:
         assert len(a.losses) >= 3, a.name
+
+
+def test_recipe_md_writes_out_the_recipe():
+    import re
+
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "RECIPE.md").read_text())
+    command = next(m.group(0) for m in re.finditer(r"python -m minitf train[^\n`]*", text)
+                   if "--qk-norm" in m.group(0))
+    written = shlex.split(command)[4:]  # after "python -m minitf train"
+    assert written[:-2] == shlex.split(recipes.get("lm-fast").flags) and written[-2] == "--out"
+
+
+def test_loaders_read_the_stored_results():
+    from matplotlib.figure import Figure
+    from minitf.experiments.results import load_lm_envelope
+
+    res = load_lm_fast()
+    assert "lm-fast" in res.table() and "reference" in repr(res)
+    assert isinstance(res.plot(), Figure)
+    env = load_lm_envelope()
+    assert set(env.points) == set(env.sizes) and "vs envelope" in env.growth_table()
+    assert isinstance(env.plot(), Figure)

@@ -752,14 +752,24 @@ class LMFastResults:
     def arm(self, name: str) -> LMFastArm:
         return next(a for a in self.arms if a.name == name)
 
+    def paired(self, name: str) -> list[float]:
+        """The arm's final loss minus lm-fast's, seed by seed (both saw the same batches)."""
+        base = dict(zip(self.arm("lm-fast").seeds, self.arm("lm-fast").losses))
+        a = self.arm(name)
+        return [x - base[s] for s, x in zip(a.seeds, a.losses) if s in base]
+
+    def delta(self, name: str) -> float:
+        """The median over seeds of the paired difference from lm-fast (nats per byte)."""
+        return statistics.median(self.paired(name))
+
     def table(self) -> str:
-        lines = [f"{'arm':<44} {'params':>8} {'steps':>5} {'ms/step':>7} {'CPU s':>6} "
-                 f"{'val loss (min–max)':>22} {'wall ÷ ref':>10} {'CPU ÷ ref':>9}"]
+        lines = [f"{'arm':<56} {'params':>8} {'steps':>5} {'ms/step':>7} {'CPU s':>6} "
+                 f"{'val loss (min–max)':>22} {'Δ paired':>8} {'wall ÷ ref':>10} {'CPU ÷ ref':>9}"]
         for a in self.arms:
             ratio = f"{1:>10} {1:>9}" if a.name == "reference" else f"{a.ratio:>10.3f} {a.cpu_ratio:>9.3f}"
-            lines.append(f"{a.name:<44} {a.params:>8,} {a.steps:>5} {statistics.median(a.ms_per_step):>7.1f} "
+            lines.append(f"{a.name:<56} {a.params:>8,} {a.steps:>5} {statistics.median(a.ms_per_step):>7.1f} "
                          f"{statistics.median(a.cpu_s):>6.1f} {a.loss:>8.4f} ({min(a.losses):.3f}–"
-                         f"{max(a.losses):.3f}) {ratio}")
+                         f"{max(a.losses):.3f}) {self.delta(a.name):>+8.3f} {ratio}")
         return "\n".join(lines)
 
     def __repr__(self):
@@ -768,11 +778,11 @@ class LMFastResults:
     def plot(self, names: list[str] | None = None):
         """Left: validation loss per arm (a dot per seed), the 1.89 line. Right: training wall time
         as a fraction of the nanoGPT-style reference's in the same round."""
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
 
         arms = [a for a in self.arms if a.name != "reference" and (names is None or a.name in names)]
-        fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.5, 0.42 * len(arms) + 1.6), sharey=True,
-                                     gridspec_kw={"width_ratios": [1.2, 1]})
+        fig = Figure(figsize=(9.5, 0.42 * len(arms) + 1.6), layout="constrained")
+        ax, bx = fig.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [1.2, 1]})
         ys = range(len(arms))
         for y, a in zip(ys, arms):
             ax.plot(a.losses, [y] * len(a.losses), "o", color="C0", alpha=0.7, ms=5)
@@ -792,7 +802,6 @@ class LMFastResults:
         bx.legend(fontsize=9, loc="lower right")
         for x in (ax, bx):
             x.tick_params(labelsize=9)
-        fig.tight_layout()
         return fig
 
 
@@ -814,3 +823,75 @@ def load_lm_fast(path: Path | None = None) -> LMFastResults:
                               [a["cpu_s"] / b["cpu_s"] for a, b in pairs]))
     return LMFastResults(raw.get("command", ""), raw.get("date", ""), raw.get("load_range", ""),
                          raw.get("target", 1.89), arms)
+
+
+# --- bench/lm_envelope.py: the best fixed size at each budget, and growth against it --------------
+
+@dataclass
+class LMEnvelope:
+    """bench/lm_envelope.py: final loss per size and budget (fully decayed), the envelope (the best
+    size at each budget) and lm_growth's arms re-scored as effective-compute multipliers."""
+    command: str
+    budget_flops: float
+    sizes: dict[str, dict]                     # size → {"parameters", "flops_per_token"}
+    points: dict[str, dict[float, list[float]]]  # size → budget → final losses (one per seed)
+    envelope: dict[float, tuple[str, float]]   # budget → (best size, its mean final loss)
+    rescored: dict[str, dict]                  # growth arm → budget, final_loss, vs_scratch, vs_envelope, …
+
+    def loss(self, size: str, budget: float) -> float:
+        return statistics.mean(self.points[size][budget])
+
+    def table(self) -> str:
+        budgets = sorted({b for bs in self.points.values() for b in bs})
+        lines = [f"{'size':<17} {'params':>8} " + " ".join(f"{'budget ' + str(b):>12}" for b in budgets)]
+        for s, bs in self.points.items():
+            cells = [f"{self.loss(s, b):>12.4f}" if b in bs else f"{'—':>12}" for b in budgets]
+            lines.append(f"{s:<17} {self.sizes[s]['parameters']:>8,} " + " ".join(cells))
+        return "\n".join(lines)
+
+    def growth_table(self) -> str:
+        def cell(x, where, budget):
+            top = max(b for bs in self.points.values() for b in bs)
+            if where == "above":
+                return f"< {budget / top:.2f}"
+            return f"> {x:.2f}" if where == "below" else f"{x:.2f}"
+        lines = [f"{'growth arm':<40} {'budget':>6} {'final':>7} {'vs 4L':>7} {'vs envelope':>11}"]
+        for name, a in self.rescored.items():
+            lines.append(f"{name:<40} {a['budget']:>6} {a['final_loss']:>7.4f} "
+                         f"{cell(a['vs_scratch'], a['where_scratch'], a['budget']):>7} "
+                         f"{cell(a['vs_envelope'], a['where'], a['budget']):>11}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return self.table()
+
+    def plot(self):
+        """Final loss against training compute, one line per size (mean over seeds, a dot per seed),
+        the envelope as a thick grey line under them."""
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(7, 4.2), layout="constrained")
+        ax = fig.subplots()
+        for i, (s, bs) in enumerate(self.points.items()):
+            budgets = sorted(bs)
+            ax.plot([b * self.budget_flops for b in budgets], [self.loss(s, b) for b in budgets],
+                    "-o", color=f"C{i}", ms=4, label=f"{s} ({self.sizes[s]['parameters']:,})")
+            for b in budgets:
+                ax.plot([b * self.budget_flops] * len(bs[b]), bs[b], ".", color=f"C{i}", alpha=0.4)
+        env = sorted(self.envelope)
+        ax.plot([b * self.budget_flops for b in env], [self.envelope[b][1] for b in env], "-",
+                color="0.6", lw=6, alpha=0.4, zorder=0, label="envelope: best size")
+        ax.set_xscale("log")
+        ax.set_xlabel("training compute (FLOPs, log scale)", fontsize=9)
+        ax.set_ylabel("final validation loss (nats/byte)", fontsize=9)
+        ax.tick_params(labelsize=9)
+        ax.legend(fontsize=9)
+        return fig
+
+
+def load_lm_envelope(path: Path | None = None) -> LMEnvelope:
+    """The stored result of bench/lm_envelope.py (default: the stored one)."""
+    raw = json.loads(Path(path or RESULTS / "lm_envelope.json").read_text())
+    points = {s: {float(b): v for b, v in bs.items()} for s, bs in raw["points"].items()}
+    env = {float(b): (v[0], v[1]) for b, v in raw["envelope"].items()}
+    return LMEnvelope(raw["command"], raw["budget_flops"], raw["sizes"], points, env, raw["rescored"])
