@@ -14,7 +14,7 @@ from minitf.core.config import MODERN, Config
 from minitf.core.kv_cache import KVCache
 from minitf.core.origami import GrowthError, deepen, widen
 from minitf.core.train import Combined, block_matrices, make_lm_optimizer, wsd_at
-from minitf.views.trace import trace
+from minitf.views.trace import fmt, trace
 from tests.conftest import assert_close_float32
 
 # the fields a config saved before the modern options wrote (Config().to_dict() then)
@@ -184,8 +184,24 @@ def test_trace_without_biases_and_refuses_what_it_does_not_write_out():
         expected = model.double()(torch.tensor([list(b"hello")]))[0]
     torch.testing.assert_close(tr.logits, expected)
     assert "+ 0" in tr.explain("L0.ffn_out.1.2") and "max(0" in tr.explain("L0.ffn_hidden.1.2")
-    with pytest.raises(ValueError, match="qk_norm"):
+    with pytest.raises(ValueError, match="ffn_gate"):
         trace(minitf.Transformer(modern()), b"hi")
+
+
+def test_trace_writes_out_qk_norm():
+    torch.manual_seed(8)
+    model = minitf.Transformer(Config(d_model=16, n_heads=2, d_ff=32, qk_norm=True, norm="rms",
+                                      norm_position="pre", dropout=0.0)).eval()
+    with torch.no_grad():
+        model.blocks[0].attn.q_norm.weight.uniform_(0.5, 2)
+    tr = trace(model, b"hello there")
+    with torch.no_grad():
+        expected = model.double()(torch.tensor([list(b"hello there")]))[0]
+    torch.testing.assert_close(tr.logits, expected)
+    q = tr.layers[0].q
+    assert torch.allclose(q.pow(2).mean(-1).sqrt().mean(), q.pow(2).mean(-1).sqrt().mean())
+    text = tr.explain("L0.h1.q.3.2")
+    assert "QK-norm" in text and text.split("= ")[-1].startswith(fmt(float(q[1, 3, 2])))
 
 
 def test_origami_refuses_the_modern_block():
