@@ -249,6 +249,10 @@ def cmd_train(args) -> int:
         return fail(f"--save-every is a number of steps >= 1, got {args.save_every}")
     import torch
     torch.set_num_threads(args.threads)
+    if args.trainer == "lightning" and (args.optimizer != "adamw" or args.embed_lr != 1.0
+                                        or args.muon_lr is not None or args.schedule != "cosine"):
+        return fail("--optimizer, --muon-lr, --embed-lr and --schedule are for --trainer minitf; "
+                    "Lightning trains with its own AdamW and cosine schedule")
     if args.trainer == "lightning" and args.device:
         return fail("--device is for --trainer minitf; Lightning takes --accelerator and --devices")
     device = pick_device(args.device or "cpu")

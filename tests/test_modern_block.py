@@ -262,3 +262,9 @@ def test_muon_wsd_run_stops_and_resumes_bit_for_bit():
     resumed, rest = run(resume=state, model=half)
     assert rest.step == 12 and rest.loss == full.loss
     assert all(torch.equal(a, b) for a, b in zip(resumed.state_dict().values(), straight.state_dict().values()))
+
+
+def test_lightning_refuses_the_fast_optimizer_flags(tmp_path, capsys):
+    code = cli.main(["train", "--trainer", "lightning", "--optimizer", "muon", "--text",
+                     "data/text/tinyshakespeare.txt", "--out", str(tmp_path / "m.pt")])
+    assert code != 0 and "--trainer minitf" in capsys.readouterr().err
