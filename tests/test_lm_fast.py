@@ -79,3 +79,9 @@ def test_loaders_read_the_stored_results():
     env = load_lm_envelope()
     assert set(env.points) == set(env.sizes) and "vs envelope" in env.growth_table()
     assert isinstance(env.plot(), Figure)
+
+
+def test_lm_long_is_lm_fast_with_four_layers_and_more_steps():
+    fast = dict(recipes.get("lm-fast").pairs())
+    long = dict(recipes.get("lm-long").pairs())
+    assert {k: v for k, v in long.items() if fast.get(k) != v} == {"--n-layers": "4", "--steps": "1700"}
