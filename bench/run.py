@@ -31,6 +31,12 @@ rendered from whatever results exist, each with its own date):
   fast       runs bench/fast_recipe.py (~5 min): `train --recipe shift-fast` beside the README's shift
              recipe, whole commands from start to saved checkpoint, 3 runs each interleaved, each checkpoint
              confirmed on fresh held-out pairs; shows minitf/experiments/stored/fast_recipe.md
+  lm_fast    runs bench/lm_fast.py (resumable; ~25 min of one core): `--recipe lm-fast` and one
+             ablation row per trick it keeps, 3 seeds each, interleaved round by round with the
+             nanoGPT-style reference; wall time and loss as a ratio to it; shows minitf/experiments/stored/lm_fast.md
+  lm_envelope runs bench/lm_envelope.py (resumable; ~15 min of one core): 4 sizes x 3 budgets, fully
+             decayed, 2 seeds; the best fixed size per budget and lm_growth's arms re-scored against it;
+             shows minitf/experiments/stored/lm_envelope.md
   length     runs bench/length_study.py (resumable; ~5 min of one core): trained on inputs of 1-12 bytes,
              exact match on 13-24 by RoPE frequencies and randomised position offsets, 3 seeds per
              arm; shows minitf/experiments/stored/length_study.md
@@ -71,7 +77,7 @@ SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts include
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
-            "length", "site")
+            "length", "lm_fast", "lm_envelope", "site")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
 
 
@@ -626,7 +632,10 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
             ("lm_growth", "lm_growth.md", "Language model: growth against scratch at equal FLOPs"),
             ("tiny_sweep", "tiny_sweep.md", "How small can it be? The smallest shift solver"),
             ("fast", "fast_recipe.md", "The fastest recipe: start to saved checkpoint"),
-            ("length", "length_study.md", "Length generalisation: trained on 1–12 bytes, tested on 1–24")],
+            ("length", "length_study.md", "Length generalisation: trained on 1–12 bytes, tested on 1–24"),
+            ("lm_fast", "lm_fast.md", "The fast language model: `--recipe lm-fast` beside the nanoGPT-style "
+             "reference"),
+            ("lm_envelope", "lm_envelope.md", "The language model's iso-FLOP envelope, and growth against it")],
             start=5):
         # the long experiments: what bench/run.py ran, then the summary each wrote itself
         section, md = load(name), results / summary
@@ -751,6 +760,8 @@ def main(argv=None) -> int:
                     "tiny_sweep": lambda: bench_script("tiny_sweep.py", args),
                     "fast": lambda: bench_script("fast_recipe.py", args),
                     "length": lambda: bench_script("length_study.py", args),
+                    "lm_fast": lambda: bench_script("lm_fast.py", args),
+                    "lm_envelope": lambda: bench_script("lm_envelope.py", args),
                     "site": lambda: bench_site(args)}
         for name in SECTIONS:
             if name in args.only:

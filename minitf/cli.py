@@ -20,7 +20,7 @@ from pathlib import Path
 from . import __version__
 from .core import recipes
 from .core.checkpoint import CheckpointError, load, save, train_state
-from .core.config import Config
+from .core.config import PRESETS, Config
 from .core.data import (TASKS, DataError, iter_pairs, make_splits, parse_line, read_pairs,
                         write_pairs)
 from .core.devices import CHOICES as DEVICES, pick_device
@@ -188,13 +188,29 @@ def cmd_data_make(args) -> int:
 
 
 def config_from_args(args) -> Config:
-    return Config(d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
-                  d_ff=args.d_ff or 2 * args.d_model, norm_position=args.norm_position,
-                  norm=args.norm, activation=args.activation, rope_base=args.rope_base,
-                  dropout=args.dropout, max_len=max_len(args),
-                  position_ids=args.position_ids, tie_embeddings=args.tie_embeddings,
-                  rope_scale=args.rope_scale, rope_freqs=args.rope_freqs, ffn=not args.no_ffn,
-                  position_offset=args.position_offset)
+    kw = dict(d_model=args.d_model, n_heads=args.n_heads, n_layers=args.n_layers,
+              d_ff=args.d_ff or 2 * args.d_model, norm_position=args.norm_position,
+              norm=args.norm, activation=args.activation, rope_base=args.rope_base,
+              dropout=args.dropout, max_len=max_len(args),
+              position_ids=args.position_ids, tie_embeddings=args.tie_embeddings,
+              rope_scale=args.rope_scale, rope_freqs=args.rope_freqs, ffn=not args.no_ffn,
+              position_offset=args.position_offset)
+    # the modern block's switches (getattr: a namespace made before they existed has none)
+    modern = dict(bias=not getattr(args, "no_bias", False), ffn_gate=getattr(args, "ffn_gate", False),
+                  qk_norm=getattr(args, "qk_norm", False),
+                  logit_softcap=getattr(args, "logit_softcap", None),
+                  zero_init=getattr(args, "zero_init", False))
+    kw.update(modern)
+    preset = getattr(args, "preset", None)
+    if preset:  # --preset sets its options where the command line left them at their defaults
+        defaults = vars(parser().parse_args(["train", "--out", "-"]))
+        given = {"norm": args.norm != defaults["norm"],
+                 "norm_position": args.norm_position != defaults["norm_position"],
+                 "activation": args.activation != defaults["activation"]}
+        for name, value in PRESETS[preset].items():
+            if not given.get(name, False):
+                kw[name] = value
+    return Config(**kw)
 
 
 def max_len(args) -> int:
@@ -233,6 +249,10 @@ def cmd_train(args) -> int:
         return fail(f"--save-every is a number of steps >= 1, got {args.save_every}")
     import torch
     torch.set_num_threads(args.threads)
+    if args.trainer == "lightning" and (args.optimizer != "adamw" or args.embed_lr != 1.0
+                                        or args.muon_lr is not None or args.schedule != "cosine"):
+        return fail("--optimizer, --muon-lr, --embed-lr and --schedule are for --trainer minitf; "
+                    "Lightning trains with its own AdamW and cosine schedule")
     if args.trainer == "lightning" and args.device:
         return fail("--device is for --trainer minitf; Lightning takes --accelerator and --devices")
     device = pick_device(args.device or "cpu")
@@ -300,12 +320,23 @@ def train_with_minitf(args, model, device, train_data, val_data, described, stat
         hist = train(model, train_data, val_data, steps=args.steps, batch_size=args.batch_size,
                      lr=args.lr, warmup=args.warmup, seed=args.seed, eval_every=args.eval_every,
                      progress=not args.no_progress, stop_when=target_reached(args),
-                     resume=state, after_step=save_every, should_stop=stop)
+                     resume=state, after_step=save_every, should_stop=stop,
+                     optimizer=optimizer_from_args(args, model),
+                     schedule=args.schedule, cooldown=args.cooldown)
         if hist.interrupted:
             save_run(model, args, hist, run, partial={"interrupted": True, "signal": stop.signal.name})
             return hist, run, stop.signal
         save_run(model, args, hist, run)
     return hist, run, None
+
+
+def optimizer_from_args(args, model):
+    """None (train makes its usual AdamW) unless --optimizer, --embed-lr or --muon-lr ask for more."""
+    if args.optimizer == "adamw" and args.embed_lr == 1.0 and args.muon_lr is None:
+        return None
+    from .core.train import make_lm_optimizer
+    return make_lm_optimizer(model, args.lr, kind=args.optimizer, embed_lr=args.embed_lr,
+                             muon_lr=args.muon_lr)
 
 
 def save_run(model, args, hist, run: dict, partial: dict | None = None) -> None:
@@ -666,8 +697,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--norm-position", choices=["post", "pre"], default="post",
                    help="normalise after each sub-layer (post) or before it (pre)")
     t.add_argument("--norm", choices=["layer", "rms"], default="layer", help="LayerNorm or RMSNorm")
-    t.add_argument("--activation", choices=["relu", "gelu", "silu"], default="relu",
-                   help="the feed-forward's non-linearity")
+    t.add_argument("--activation", choices=["relu", "gelu", "silu", "relu2"], default="relu",
+                   help="the feed-forward's non-linearity (relu2: ReLU squared)")
     t.add_argument("--rope-base", type=float, default=10000.0,
                    help="RoPE's base: frequencies base^(-2i/head_dim)")
     t.add_argument("--rope-scale", type=float, default=1.0,
@@ -684,6 +715,25 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
                    help="the output head reuses the embedding table (keeps its own bias)")
     t.add_argument("--no-ffn", action="store_true",
                    help="blocks of attention only: no feed-forward sub-layer (and no norm before it)")
+    t.add_argument("--no-bias", action="store_true", help="linear layers without biases")
+    t.add_argument("--ffn-gate", action="store_true",
+                   help="gated FFN: down(act(up x) * gate x); SwiGLU with --activation silu")
+    t.add_argument("--qk-norm", action="store_true", help="RMSNorm on each head's q and k")
+    t.add_argument("--logit-softcap", type=float, default=None, metavar="C",
+                   help="logits = C·tanh(logits/C)")
+    t.add_argument("--zero-init", action="store_true",
+                   help="the blocks' output projections start at zero")
+    t.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="modern: RMSNorm pre-norm, no biases, SwiGLU, QK-norm (flags given win)")
+    t.add_argument("--optimizer", choices=["adamw", "muon"], default="adamw",
+                   help="muon: torch.optim.Muon for the blocks' matrices, AdamW for the rest")
+    t.add_argument("--muon-lr", type=float, default=None, help="Muon's peak lr (default --lr)")
+    t.add_argument("--embed-lr", type=float, default=1.0, metavar="X",
+                   help="the embedding's lr is --lr times this")
+    t.add_argument("--schedule", choices=["cosine", "wsd"], default="cosine",
+                   help="cosine: warm-up, cosine decay; wsd: warm-up, constant, linear cooldown")
+    t.add_argument("--cooldown", type=float, default=0.2,
+                   help="with --schedule wsd: the fraction of steps spent decaying")
     t.add_argument("--dropout", type=float, default=None, help="default: the seed's rule")
     t.add_argument("--max-len", type=int, default=None,
                    help="longest sequence the model reads (default 128; with --text: --context)")

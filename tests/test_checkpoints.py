@@ -11,7 +11,7 @@ from conftest import ROOT
 from minitf.cli import parser
 
 FOLDER = ROOT / "data" / "checkpoints"
-LANGUAGE_MODELS = {"lm"}  # trained on text, not pairs: tests/test_lm.py checks them
+LANGUAGE_MODELS = {"lm", "lm_fast"}  # trained on text, not pairs: tests/test_lm.py, test_lm_fast.py check them
 BY_HAND = {"shift_by_hand"}  # built, not trained: tests/test_by_hand.py checks them
 CHECKPOINTS = sorted(p for p in FOLDER.glob("*.pt") if p.stem not in LANGUAGE_MODELS | BY_HAND)
 

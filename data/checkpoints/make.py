@@ -36,6 +36,11 @@ RECIPES = {
     "lm": "--text data/text/tinyshakespeare.txt --context 64 --d-model 64 --n-heads 4 --n-layers 4 "
           "--d-ff 256 --norm-position pre --dropout 0 --batch-size 32 --lr 3e-3 --steps 3000 "
           "--eval-every 250 --seed 0",
+    # `--recipe lm-fast` written out (issue 24; notebook 14)
+    "lm_fast": "--text data/text/tinyshakespeare.txt --context 64 --d-model 64 --n-heads 4 --n-layers 2 "
+               "--d-ff 256 --norm-position pre --dropout 0 --qk-norm --batch-size 24 --optimizer muon "
+               "--lr 1.5e-2 --muon-lr 0.02 --embed-lr 3 --schedule wsd --cooldown 0.4 --warmup 20 "
+               "--steps 340 --seed 0",
 }
 
 

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .config import Config
+from .norms import RMSNorm
 from .rope import apply_rope, config_frequencies
 
 
@@ -42,8 +43,15 @@ class MultiHeadAttention(nn.Module):
         self.rope = config.positional == "rope"
         self.rope_on_v = config.rope_on_v
         self.causal = config.causal
-        self.qkv = nn.Linear(config.d_model, 3 * config.attn_dim)  # rows: [W_Q; W_K; W_V]
-        self.out = nn.Linear(config.attn_dim, config.d_model)       # W_O
+        self.qkv = nn.Linear(config.d_model, 3 * config.attn_dim, bias=config.bias)  # [W_Q; W_K; W_V]
+        self.out = nn.Linear(config.attn_dim, config.d_model, bias=config.bias)       # W_O
+        # QK-norm (Config.qk_norm): each head's q and k are RMS-normalised before RoPE, so a score
+        # q·k/√hd is bounded by the gains and cannot grow without limit as the weights do
+        if config.qk_norm:
+            self.q_norm = RMSNorm(config.head_dim, config.norm_eps)
+            self.k_norm = RMSNorm(config.head_dim, config.norm_eps)
+        else:
+            self.q_norm = self.k_norm = None
         if self.rope or self.rope_on_v:
             # one row of frequencies per head, so a grown model can keep them per head
             self.register_buffer("inv_freq", config_frequencies(config))
@@ -57,6 +65,8 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         q, k, v = self.qkv(x).split(self.n_heads * self.head_dim, dim=-1)  # (B, T, H·hd) each
         q, k, v = (t.view(B, T, self.n_heads, self.head_dim).transpose(1, 2) for t in (q, k, v))
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
         # contiguous first: apply_rope's every-other-element slices of a transposed view are slow
         if self.rope:
             q = self.rotate(q.contiguous(), rope_cos, rope_sin)

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 
 NORM_POSITIONS = ("post", "pre")
 NORMS = ("layer", "rms")
-ACTIVATIONS = ("relu", "gelu", "silu")
+ACTIVATIONS = ("relu", "gelu", "silu", "relu2")  # relu2: ReLU(u)² (So et al. 2021, Primer)
 POSITIONALS = ("rope", "sinusoidal", "none")
 POSITION_IDS = ("sequence", "coupled")
 
@@ -59,6 +59,19 @@ class Config:
     ffn: bool = True  # False (an ablation): blocks of attention only, no FFN sub-layer and no norm2
     dropout: float | None = None  # None: seed_dropout(d_model)
     max_len: int = 128
+    # The modern block (LLaMA-style; issue 24), each switch on its own, all off by default and out
+    # of to_dict while off, so every checkpoint saved before them reads and computes as before.
+    # bias=False: no biases in any linear layer (Q/K/V, W_O, the FFN's, the head's).
+    # ffn_gate=True: a gated FFN, down(act(up x) ⊙ gate x) (SwiGLU with activation="silu").
+    # qk_norm=True: an RMSNorm (gain per head dimension) on each head's q and k before RoPE.
+    # logit_softcap=c: logits = c·tanh(logits/c), so none exceeds ±c (Gemma 2; modded-nanogpt).
+    # zero_init=True: the blocks' output projections (W_O and the FFN's down) start at zero, so
+    # every block starts as the identity (modded-nanogpt).
+    bias: bool = field(default=True, repr=False)
+    ffn_gate: bool = field(default=False, repr=False)
+    qk_norm: bool = field(default=False, repr=False)
+    logit_softcap: float | None = field(default=None, repr=False)
+    zero_init: bool = field(default=False, repr=False)
 
     def __post_init__(self):
         def check(ok, what):
@@ -121,6 +134,14 @@ class Config:
               "position_ids='coupled' and positional='rope'")
         check(self.dropout is None or 0 <= self.dropout < 1,
               f"dropout must be in [0, 1), got {self.dropout}")
+        for name in ("bias", "ffn_gate", "qk_norm", "zero_init"):
+            check(isinstance(getattr(self, name), bool),
+                  f"{name} must be True or False, got {getattr(self, name)!r}")
+        check(self.logit_softcap is None or (isinstance(self.logit_softcap, (int, float))
+                                              and math.isfinite(self.logit_softcap)
+                                              and self.logit_softcap > 0),
+              f"logit_softcap must be a positive number or None, got {self.logit_softcap!r}")
+        check(not self.ffn_gate or self.ffn, "ffn_gate gates the FFN; this config has none (ffn=False)")
 
     @property
     def attn_dim(self) -> int:
@@ -139,10 +160,19 @@ class Config:
             changes["head_dim"] = None
         return replace(self, **changes)
 
+    @classmethod
+    def modern(cls, **changes) -> "Config":
+        """The modern (LLaMA-style) block: RMSNorm pre-norm, no biases, a SwiGLU FFN and QK-norm
+        (MODERN); `changes` set the sizes and anything else."""
+        return cls(**{**MODERN, **changes})
+
     def to_dict(self) -> dict:
         d = asdict(self)
         if not d["position_offset"]:
             del d["position_offset"]  # a training-only option, left out at its default
+        for name, default in MODERN_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]  # the modern options, left out while off: old configs read the same
         return d
 
     @classmethod
@@ -152,3 +182,12 @@ class Config:
         if unknown:
             raise ValueError(f"Config: unknown fields {unknown}")
         return cls(**d)
+
+
+# The switches of the modern block and their defaults (off): what to_dict leaves out while off.
+MODERN_DEFAULTS = {"bias": True, "ffn_gate": False, "qk_norm": False, "logit_softcap": None,
+                   "zero_init": False}
+# The "modern" preset (Config.modern, `train --preset modern`): the LLaMA block with QK-norm.
+MODERN = {"norm": "rms", "norm_position": "pre", "bias": False, "ffn_gate": True,
+          "activation": "silu", "qk_norm": True}
+PRESETS = {"modern": MODERN}

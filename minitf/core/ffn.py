@@ -1,6 +1,8 @@
 """The position-wise feed-forward network: d_model → d_ff → d_model with a non-linearity.
 
-Attention mixes positions; the FFN transforms each position's vector on its own.
+Attention mixes positions; the FFN transforms each position's vector on its own. The gated form
+(Config.ffn_gate; Shazeer 2020) multiplies the activation by a second, linear projection of the
+same input: down(act(up x) ⊙ gate x); with SiLU it is LLaMA's SwiGLU.
 """
 from __future__ import annotations
 
@@ -9,15 +11,26 @@ from torch import nn
 
 from .config import Config
 
-ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+
+def relu2(u):
+    """ReLU(u)²: sparse like ReLU, smooth at 0 (Primer, So et al. 2021; modded-nanogpt)."""
+    return F.relu(u).square()
+
+
+ACTIVATION_FUNCTIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu, "relu2": relu2}
 
 
 class FeedForward(nn.Module):
     def __init__(self, config: Config):
         super().__init__()
-        self.up = nn.Linear(config.d_model, config.d_ff)
-        self.down = nn.Linear(config.d_ff, config.d_model)
+        self.up = nn.Linear(config.d_model, config.d_ff, bias=config.bias)
+        self.down = nn.Linear(config.d_ff, config.d_model, bias=config.bias)
+        # the gate: a second projection the activation is multiplied by (a gated FFN only)
+        self.gate = nn.Linear(config.d_model, config.d_ff, bias=config.bias) if config.ffn_gate else None
         self.act = ACTIVATION_FUNCTIONS[config.activation]
 
     def forward(self, x):  # (B, T, C) → (B, T, C)
-        return self.down(self.act(self.up(x)))
+        hidden = self.act(self.up(x))
+        if self.gate is not None:
+            hidden = hidden * self.gate(x)
+        return self.down(hidden)

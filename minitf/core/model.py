@@ -80,11 +80,18 @@ class Transformer(nn.Module):
         # pre-norm leaves the stream un-normalised, so it needs one final norm before the head
         self.final_norm = make_norm(config.norm, config.d_model, config.norm_eps) \
             if config.norm_position == "pre" else None
-        self.head = nn.Linear(config.d_model, config.vocab_size)  # its own matrix unless tied below
+        # its own matrix unless tied below
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=config.bias)
         if config.tie_embeddings:
             # one (vocab, C) matrix reads bytes in and scores them out: logit_b = h · E[b] + bias_b.
             # The width the head's 256 rows cost is free for d_model; the 256 biases stay
             self.head.weight = self.embed.weight
+        if config.zero_init:  # every block starts as the identity: its output projections are 0
+            with torch.no_grad():
+                for block in self.blocks:
+                    block.attn.out.weight.zero_()
+                    if block.ffn is not None:
+                        block.ffn.down.weight.zero_()
 
     def positions(self, ids: torch.Tensor) -> torch.Tensor | None:
         """Every token's position id (B, T) for config.position_ids="coupled", else None (0 … T−1).
@@ -126,6 +133,9 @@ class Transformer(nn.Module):
         if self.final_norm is not None:
             h = self.final_norm(h)
         logits = self.head(h)  # (B, T, vocab)
+        if self.config.logit_softcap is not None:  # c·tanh(z/c): about z for |z| ≪ c, never past ±c
+            cap = self.config.logit_softcap
+            logits = cap * torch.tanh(logits / cap)
         return (logits, all_weights) if return_attention else logits
 
 

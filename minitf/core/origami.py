@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import Config
+from .config import MODERN_DEFAULTS, Config
 from .model import Transformer, count_parameters
 from .rope import rope_frequencies
 from .train import make_optimizer
@@ -202,6 +202,12 @@ def _refuse_ablations(cfg, operation: str) -> None:
         raise GrowthError(f"{operation}: the model is an ablation ({', '.join(missing)}); Origami's "
                           "constructions grow the full block (residual paths and an FFN in every "
                           "layer), so they are not defined for it")
+    modern = [f"{name}={getattr(cfg, name)!r}" for name, default in MODERN_DEFAULTS.items()
+              if getattr(cfg, name) != default]
+    if modern:
+        raise GrowthError(f"{operation}: the model uses the modern block's options ({', '.join(modern)}); "
+                          "Origami's constructions are written and checked for the block with "
+                          "biases, an ungated FFN and no QK-norm, so they refuse it")
 
 
 def widen(model: Transformer, factor: int = 2, *, noise: float = 0.1, seed: int = 0,

@@ -84,6 +84,75 @@ def make_optimizer(model, lr: float, weight_decay: float = 0.01) -> torch.optim.
                               {"params": rest, "weight_decay": 0.0}], lr=lr)
 
 
+def wsd_at(step: int, steps: int, lr: float, warmup: int, cooldown: float) -> float:
+    """WSD by steps (train's schedule="wsd"): linear warm-up over `warmup` steps, lr held, then
+    linear down over the last `cooldown` fraction of the steps, to lr/n at the last of those n."""
+    n = max(1, round(cooldown * steps))
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    if step >= steps - n:
+        return lr * (steps - step) / n
+    return lr
+
+
+class Combined:
+    """Several optimizers stepped as one: train sees one list of param_groups (each group's lr is
+    the schedule's rate times its "lr_scale") and one state_dict, so a run still resumes."""
+
+    def __init__(self, *optimizers):
+        self.optimizers = optimizers
+
+    @property
+    def param_groups(self):
+        return [g for o in self.optimizers for g in o.param_groups]
+
+    def zero_grad(self, set_to_none: bool = True):
+        for o in self.optimizers:
+            o.zero_grad(set_to_none=set_to_none)
+
+    def step(self):
+        for o in self.optimizers:
+            o.step()
+
+    def state_dict(self) -> dict:
+        return {"optimizers": [o.state_dict() for o in self.optimizers]}
+
+    def load_state_dict(self, state: dict) -> None:
+        for o, s in zip(self.optimizers, state["optimizers"]):
+            o.load_state_dict(s)
+
+
+def block_matrices(model) -> list:
+    """The 2-D weights inside the blocks (Q/K/V, W_O, the FFN's): what Muon orthogonalises."""
+    return [p for name, p in model.named_parameters() if name.startswith("blocks.") and p.dim() == 2]
+
+
+def make_lm_optimizer(model, lr: float, weight_decay: float = 0.01, kind: str = "adamw",
+                      embed_lr: float = 1.0, muon_lr: float | None = None):
+    """The fast LM recipe's optimizer. kind "adamw": AdamW as make_optimizer, with the embedding's
+    lr × embed_lr. kind "muon": torch.optim.Muon (momentum, then Newton–Schulz orthogonalisation;
+    its lr matched to AdamW's update RMS) for the blocks' 2-D weights at muon_lr (default lr),
+    AdamW for the embedding (lr × embed_lr), the head, the norms' gains and biases
+    (modded-nanogpt's split)."""
+    if kind not in ("adamw", "muon"):
+        raise ValueError(f"optimizer must be adamw or muon, got {kind!r}")
+    embed = [model.embed.weight]
+    seen = {id(p) for p in embed}
+    muon = block_matrices(model) if kind == "muon" else []
+    seen |= {id(p) for p in muon}
+    rest = [p for p in model.parameters() if id(p) not in seen]
+    groups = [{"params": embed, "weight_decay": 0.0, "lr_scale": embed_lr},
+              {"params": [p for p in rest if p.dim() >= 2], "weight_decay": weight_decay, "lr_scale": 1.0},
+              {"params": [p for p in rest if p.dim() < 2], "weight_decay": 0.0, "lr_scale": 1.0}]
+    adamw = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr)
+    if not muon:
+        return adamw
+    scale = (muon_lr or lr) / lr
+    return Combined(torch.optim.Muon([{"params": muon, "lr_scale": scale}], lr=lr * scale,
+                                     weight_decay=weight_decay, adjust_lr_fn="match_rms_adamw"),
+                    adamw)
+
+
 def train_step(model, optimizer, ids, targets, clip: float = 1.0) -> torch.Tensor:
     """One update: forward, loss on the targets that are not IGNORE, backward, clipping, AdamW step."""
     loss = masked_loss(model(ids), targets)
@@ -168,7 +237,7 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
           min_lr_ratio: float = 0.1, clip: float = 1.0, seed: int = 0, eval_every: int | None = None,
           progress: bool = True, optimizer: torch.optim.Optimizer | None = None,
           make_batch=None, stop_when=None, resume: dict | None = None, after_step=None,
-          should_stop=None) -> History:
+          should_stop=None, schedule: str = "cosine", cooldown: float = 0.2) -> History:
     """Train `model` in place; returns the History. One loop for both kinds of data:
 
     - pairs (a list of Pair): the loss on each pair's output part; batches drawn without
@@ -188,9 +257,15 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
     run there with history.interrupted set (a Ctrl-C handler sets such a flag). `resume` is the
     `state()` of a stopped run, with the model holding that run's weights and every other argument
     as before: training goes on from its step as if it had never stopped (on the CPU, bit for bit).
+
+    schedule "cosine" (the default): warm-up then cosine down to lr·min_lr_ratio; "wsd": warm-up,
+    constant, then linear down over the last `cooldown` fraction of the steps (wsd_at). A group
+    with an "lr_scale" (make_lm_optimizer) runs at the rate times it.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
+    if schedule not in ("cosine", "wsd") or not 0 < cooldown <= 1:
+        raise ValueError(f"schedule must be cosine or wsd with 0 < cooldown <= 1, got {schedule!r}, {cooldown}")
     torch.manual_seed(seed)  # dropout masks
     gen = torch.Generator().manual_seed(seed)
     device = device_of(model)
@@ -214,9 +289,10 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps
                initial=history.step, total=steps)
     for step in bar:
         ids, targets = batches.next()
-        rate = lr_at(step, steps, lr, warmup, min_lr_ratio)
+        rate = (wsd_at(step, steps, lr, warmup, cooldown) if schedule == "wsd"
+                else lr_at(step, steps, lr, warmup, min_lr_ratio))
         for group in opt.param_groups:
-            group["lr"] = rate
+            group["lr"] = rate * group["lr_scale"] if "lr_scale" in group else rate
         loss = train_step(model, opt, ids, targets, clip)
         history.loss.append(loss.item())
         history.lr.append(rate)

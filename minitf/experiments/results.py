@@ -708,3 +708,190 @@ def plot_growth_verdict(growth: GrowthResults | None = None, lm_growth: LMGrowth
     fig.legend(handles, ["the big model from scratch", "grown from a small model", "where it grew",
                          "scratch's final loss"], loc="outside lower center", ncol=2, fontsize=9)
     return fig
+
+
+# --- bench/lm_fast.py: the fast language-model recipe, trick by trick ------------------------------
+
+@dataclass
+class LMFastArm:
+    """One arm of bench/lm_fast.py over its seeds: loss on the whole validation split and time."""
+    name: str
+    spec: dict | str              # config, train and optimizer settings (the reference: its script)
+    params: int
+    steps: int
+    seeds: list[int]
+    losses: list[float]           # nats per byte, per seed
+    wall_s: list[float]           # training wall seconds, per seed
+    cpu_s: list[float]
+    ms_per_step: list[float]
+    ratios: list[float]           # wall ÷ the reference's in the same round, per seed ([] for it)
+    cpu_ratios: list[float]       # CPU seconds ÷ the reference's in the same round
+
+    @property
+    def cpu_ratio(self) -> float | None:
+        return statistics.median(self.cpu_ratios) if self.cpu_ratios else None
+
+    @property
+    def loss(self) -> float:
+        return statistics.median(self.losses)
+
+    @property
+    def ratio(self) -> float | None:
+        return statistics.median(self.ratios) if self.ratios else None
+
+
+@dataclass
+class LMFastResults:
+    """bench/lm_fast.py: `--recipe lm-fast`, one ablation row per trick, and the reference."""
+    command: str
+    date: str
+    load_range: str
+    target: float                 # 1.89 nats per byte: nanoGPT's CPU quick-start
+    arms: list[LMFastArm]
+
+    def arm(self, name: str) -> LMFastArm:
+        return next(a for a in self.arms if a.name == name)
+
+    def paired(self, name: str) -> list[float]:
+        """The arm's final loss minus lm-fast's, seed by seed (both saw the same batches)."""
+        base = dict(zip(self.arm("lm-fast").seeds, self.arm("lm-fast").losses))
+        a = self.arm(name)
+        return [x - base[s] for s, x in zip(a.seeds, a.losses) if s in base]
+
+    def delta(self, name: str) -> float:
+        """The median over seeds of the paired difference from lm-fast (nats per byte)."""
+        return statistics.median(self.paired(name))
+
+    def table(self) -> str:
+        lines = [f"{'arm':<56} {'params':>8} {'steps':>5} {'ms/step':>7} {'CPU s':>6} "
+                 f"{'val loss (min–max)':>22} {'Δ paired':>8} {'wall ÷ ref':>10} {'CPU ÷ ref':>9}"]
+        for a in self.arms:
+            ratio = f"{1:>10} {1:>9}" if a.name == "reference" else f"{a.ratio:>10.3f} {a.cpu_ratio:>9.3f}"
+            lines.append(f"{a.name:<56} {a.params:>8,} {a.steps:>5} {statistics.median(a.ms_per_step):>7.1f} "
+                         f"{statistics.median(a.cpu_s):>6.1f} {a.loss:>8.4f} ({min(a.losses):.3f}–"
+                         f"{max(a.losses):.3f}) {self.delta(a.name):>+8.3f} {ratio}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return self.table()
+
+    def plot(self, names: list[str] | None = None):
+        """Left: validation loss per arm (a dot per seed), the 1.89 line. Right: training wall time
+        as a fraction of the nanoGPT-style reference's in the same round."""
+        from matplotlib.figure import Figure
+
+        arms = [a for a in self.arms if a.name != "reference" and (names is None or a.name in names)]
+        fig = Figure(figsize=(9.5, 0.42 * len(arms) + 1.6), layout="constrained")
+        ax, bx = fig.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [1.2, 1]})
+        ys = range(len(arms))
+        for y, a in zip(ys, arms):
+            ax.plot(a.losses, [y] * len(a.losses), "o", color="C0", alpha=0.7, ms=5)
+            ax.plot([a.loss], [y], "|", color="k", ms=14, mew=2)
+            bx.barh(y, a.ratio, color="C1" if a.name.startswith("lm-fast") else "C7",
+                    label="wall time" if y == 0 else None)
+            bx.plot([a.cpu_ratio], [y], "D", color="k", ms=5, label="CPU time" if y == 0 else None)
+            bx.text(max(a.ratio, a.cpu_ratio) + 0.008, y, f"{a.ratio:.2f}×", va="center", fontsize=9)
+        ax.axvline(self.target, color="C3", ls="--", lw=1)
+        ax.text(self.target, len(arms) - 0.4, f" nanoGPT's {self.target}", color="C3", fontsize=9)
+        ax.set_yticks(list(ys), [a.name for a in arms], fontsize=9)
+        ax.invert_yaxis()
+        ax.set_xlabel("validation loss (nats per byte; a dot per seed)", fontsize=9)
+        bx.axvline(0.25, color="C3", ls=":", lw=1)
+        bx.set_xlabel("training time ÷ the reference's, same round", fontsize=9)
+        bx.set_xlim(0, max(max(a.ratio, a.cpu_ratio) for a in arms) * 1.3)
+        bx.legend(fontsize=9, loc="lower right")
+        for x in (ax, bx):
+            x.tick_params(labelsize=9)
+        return fig
+
+
+def load_lm_fast(path: Path | None = None) -> LMFastResults:
+    """The stored result of bench/lm_fast.py (default: the stored one)."""
+    raw = json.loads(Path(path or RESULTS / "lm_fast.json").read_text())
+    ref = raw["runs"].get("reference", {}).get("runs", [])
+    arms = []
+    for name, entry in raw["runs"].items():
+        runs = entry["runs"]
+        if not runs:
+            continue
+        by_seed = {r["seed"]: r for r in ref}
+        pairs = [] if name == "reference" else [(a, by_seed[a["seed"]]) for a in runs if a["seed"] in by_seed]
+        arms.append(LMFastArm(name, entry["spec"], runs[0]["params"], runs[0]["steps"],
+                              [r["seed"] for r in runs], [r["val_loss"] for r in runs],
+                              [r["wall_s"] for r in runs], [r["cpu_s"] for r in runs],
+                              [r["ms_per_step"] for r in runs], [a["wall_s"] / b["wall_s"] for a, b in pairs],
+                              [a["cpu_s"] / b["cpu_s"] for a, b in pairs]))
+    return LMFastResults(raw.get("command", ""), raw.get("date", ""), raw.get("load_range", ""),
+                         raw.get("target", 1.89), arms)
+
+
+# --- bench/lm_envelope.py: the best fixed size at each budget, and growth against it --------------
+
+@dataclass
+class LMEnvelope:
+    """bench/lm_envelope.py: final loss per size and budget (fully decayed), the envelope (the best
+    size at each budget) and lm_growth's arms re-scored as effective-compute multipliers."""
+    command: str
+    budget_flops: float
+    sizes: dict[str, dict]                     # size → {"parameters", "flops_per_token"}
+    points: dict[str, dict[float, list[float]]]  # size → budget → final losses (one per seed)
+    envelope: dict[float, tuple[str, float]]   # budget → (best size, its mean final loss)
+    rescored: dict[str, dict]                  # growth arm → budget, final_loss, vs_scratch, vs_envelope, …
+
+    def loss(self, size: str, budget: float) -> float:
+        return statistics.mean(self.points[size][budget])
+
+    def table(self) -> str:
+        budgets = sorted({b for bs in self.points.values() for b in bs})
+        lines = [f"{'size':<17} {'params':>8} " + " ".join(f"{'budget ' + str(b):>12}" for b in budgets)]
+        for s, bs in self.points.items():
+            cells = [f"{self.loss(s, b):>12.4f}" if b in bs else f"{'—':>12}" for b in budgets]
+            lines.append(f"{s:<17} {self.sizes[s]['parameters']:>8,} " + " ".join(cells))
+        return "\n".join(lines)
+
+    def growth_table(self) -> str:
+        def cell(x, where, budget):
+            top = max(b for bs in self.points.values() for b in bs)
+            if where == "above":
+                return f"< {budget / top:.2f}"
+            return f"> {x:.2f}" if where == "below" else f"{x:.2f}"
+        lines = [f"{'growth arm':<40} {'budget':>6} {'final':>7} {'vs 4L':>7} {'vs envelope':>11}"]
+        for name, a in self.rescored.items():
+            lines.append(f"{name:<40} {a['budget']:>6} {a['final_loss']:>7.4f} "
+                         f"{cell(a['vs_scratch'], a['where_scratch'], a['budget']):>7} "
+                         f"{cell(a['vs_envelope'], a['where'], a['budget']):>11}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return self.table()
+
+    def plot(self):
+        """Final loss against training compute, one line per size (mean over seeds, a dot per seed),
+        the envelope as a thick grey line under them."""
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(7, 4.2), layout="constrained")
+        ax = fig.subplots()
+        for i, (s, bs) in enumerate(self.points.items()):
+            budgets = sorted(bs)
+            ax.plot([b * self.budget_flops for b in budgets], [self.loss(s, b) for b in budgets],
+                    "-o", color=f"C{i}", ms=4, label=f"{s} ({self.sizes[s]['parameters']:,})")
+            for b in budgets:
+                ax.plot([b * self.budget_flops] * len(bs[b]), bs[b], ".", color=f"C{i}", alpha=0.4)
+        env = sorted(self.envelope)
+        ax.plot([b * self.budget_flops for b in env], [self.envelope[b][1] for b in env], "-",
+                color="0.6", lw=6, alpha=0.4, zorder=0, label="envelope: best size")
+        ax.set_xscale("log")
+        ax.set_xlabel("training compute (FLOPs, log scale)", fontsize=9)
+        ax.set_ylabel("final validation loss (nats/byte)", fontsize=9)
+        ax.tick_params(labelsize=9)
+        ax.legend(fontsize=9)
+        return fig
+
+
+def load_lm_envelope(path: Path | None = None) -> LMEnvelope:
+    """The stored result of bench/lm_envelope.py (default: the stored one)."""
+    raw = json.loads(Path(path or RESULTS / "lm_envelope.json").read_text())
+    points = {s: {float(b): v for b, v in bs.items()} for s, bs in raw["points"].items()}
+    env = {float(b): (v[0], v[1]) for b, v in raw["envelope"].items()}
+    return LMEnvelope(raw["command"], raw["budget_flops"], raw["sizes"], points, env, raw["rescored"])

@@ -58,7 +58,7 @@ class LayerTrace:
     input: torch.Tensor          # (T, C) the stream entering the block
     norm1: NormTrace
     attn_in: torch.Tensor        # (T, C) what attention reads: norm1.output (pre) or input (post)
-    q: torch.Tensor              # (H, T, hd) attn_in · W_Q + b, per head
+    q: torch.Tensor              # (H, T, hd) attn_in · W_Q + b, per head (then RMS-normalised: qk_norm)
     k: torch.Tensor              # (H, T, hd)
     v: torch.Tensor              # (H, T, hd)
     rope_theta: torch.Tensor | None  # (H, hd/2) θ_i per head, when RoPE is on (q/k or v)
@@ -180,7 +180,16 @@ def trace(model, ids) -> Trace:
     config = model.config
     if not 1 <= len(ids) <= config.max_len:
         raise ValueError(f"need 1 to max_len = {config.max_len} bytes, got {len(ids)}")
+    unwritten = [name for name in ("ffn_gate", "logit_softcap")
+                 if getattr(config, name, None) not in (None, False)]
+    if unwritten:
+        raise ValueError(f"trace writes out the block without {', '.join(unwritten)}; this model "
+                         "has them (Config's modern options), so its trace would not be its "
+                         "forward pass")
     m = copy.deepcopy(model).double().eval()  # the learner's model stays as it is
+    for module in m.modules():  # bias=False: the copy gets zero biases, so every formula reads "+ 0"
+        if isinstance(module, torch.nn.Linear) and module.bias is None:
+            module.bias = torch.nn.Parameter(module.weight.new_zeros(module.weight.size(0)))
     pos = m.positions(torch.tensor([ids]))  # the model's own numbering (coupled), or None
     pos = torch.arange(len(ids)) if pos is None else pos[0]  # (T,)
     embedding = m.embed.weight[ids]  # (T, C)
@@ -213,6 +222,9 @@ def _block(config, block, x, pos) -> LayerTrace:
     attn_in = norm1.output if pre else x
     qkv = attn_in @ attn.qkv.weight.T + attn.qkv.bias  # (T, 3A): [q | k | v]
     q, k, v = (qkv[:, i * A:(i + 1) * A].reshape(T, H, hd).transpose(0, 1) for i in range(3))
+    if getattr(config, "qk_norm", False):  # QK-norm: q and k are each head's RMS-normalised ones
+        q = q / torch.sqrt(q.pow(2).mean(-1, keepdim=True) + attn.q_norm.eps) * attn.q_norm.weight
+        k = k / torch.sqrt(k.pow(2).mean(-1, keepdim=True) + attn.k_norm.eps) * attn.k_norm.weight
     theta = cos = sin = None
     if config.positional == "rope" or config.rope_on_v:
         theta = attn.inv_freq  # (H, hd/2)
@@ -255,6 +267,7 @@ ACTIVATIONS = {  # written out; F.gelu's default is the exact (erf) form
     "relu": lambda u: u.clamp_min(0),
     "gelu": lambda u: 0.5 * u * (1 + torch.erf(u / math.sqrt(2))),
     "silu": lambda u: u / (1 + torch.exp(-u)),
+    "relu2": lambda u: u.clamp_min(0) ** 2,
 }
 
 
@@ -491,6 +504,13 @@ def _explain_layer(tr: Trace, l: int, p, index, kind: str, value: float, end: st
         A = c.n_heads * c.head_dim
         row = "QKV".index(kind.upper()) * A + h * c.head_dim + d
         W, b = tr.params[f"blocks.{l}.attn.qkv.weight"], tr.params[f"blocks.{l}.attn.qkv.bias"]
+        if getattr(c, "qk_norm", False) and kind in ("q", "k"):  # the projection, then its RMSNorm
+            first = row - d
+            raw = layer.attn_in[t] @ W[first:first + c.head_dim].T + b[first:first + c.head_dim]
+            gain = float(tr.params[f"blocks.{l}.attn.{kind}_norm.weight"][d])
+            return f"{L}.h{h}.{kind}[{t},{d}] = u_{d}/√(mean_d' u_d'² + ε)·γ_{d}, u = attn_in[{t}]·" \
+                   f"W_{kind.upper()} + b over head {h}'s {c.head_dim} dimensions (QK-norm): " \
+                   f"{fmt(float(raw[d]))}/√({fmt(float(raw.pow(2).mean()))} + ε)·{_p(gain)}{end}"
         return f"{L}.h{h}.{kind}[{t},{d}] = Σ_c attn_in[{t},c]·W_{kind.upper()}[{row % A},c]" \
                f" + b = {_dot(layer.attn_in[t], W[row], b[row])}{end}"
     if kind in ("q_rot", "k_rot", "v_rot"):
@@ -575,7 +595,7 @@ def _explain_layer(tr: Trace, l: int, p, index, kind: str, value: float, end: st
         t, u = index
         x = fmt(float(layer.ffn_pre[t, u]))
         formula = {"relu": f"max(0, {x})", "gelu": f"{x}·Φ({x})",
-                   "silu": f"{x}·σ({x})"}[c.activation]
+                   "silu": f"{x}·σ({x})", "relu2": f"max(0, {x})²"}[c.activation]
         return f"{L}.ffn_hidden[{t},{u}] = {c.activation}(ffn_pre) = {formula}{end}"
     if kind == "ffn_out":
         t, ch = index

@@ -1,0 +1,117 @@
+"""Claims notebook 14 ("a faster language model") makes in words, held to the stored results
+(minitf/experiments/stored/lm_fast.json, lm_envelope.json), the shipped checkpoint and minitf."""
+import json
+import statistics as st
+
+import pytest
+import torch
+
+from conftest import ROOT
+from minitf import Config, Transformer, count_parameters
+from minitf.experiments.results import load_lm_envelope, load_lm_fast
+
+NOTEBOOK = ROOT / "notebooks" / "14_faster_language_model.ipynb"
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def markdown() -> str:
+    nb = json.loads(NOTEBOOK.read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+@pytest.fixture(scope="module")
+def fast():
+    return load_lm_fast()
+
+
+def delta(fast, name):
+    return fast.delta(name)  # median over seeds of the paired difference from lm-fast
+
+
+def test_headline_numbers(fast):
+    f, text = fast.arm("lm-fast"), markdown()
+    assert len(f.seeds) >= 3 and max(f.losses) <= 1.89  # "below nanoGPT's 1.89 in every seed"
+    assert f"**{f.loss:.3f}**" in text and f"**{f.ratio:.2f}×**" in text and f"**{f.cpu_ratio:.2f}×**" in text
+    assert f"{min(f.losses):.3f}–{max(f.losses):.3f}" in text
+    assert f"{fast.arm('reference').loss:.3f}" in text and fast.load_range in text
+    assert f.ratio <= 0.25 and f.cpu_ratio <= 0.25
+
+
+def test_what_each_trick_buys(fast):
+    text = markdown()
+    minus = [a.name for a in fast.arms if a.name.startswith("−")]
+    muon = "− Muon (AdamW everywhere, lr 6e-3)"
+    assert max(minus, key=lambda n: delta(fast, n)) == muon  # "Muon is the largest"
+    assert min(fast.arm(muon).losses) > 1.89  # "above the mark in every seed"
+    assert delta(fast, "− right-size (4 layers)") < 0  # four layers end lower at the same steps ...
+    same_time = fast.arm("− right-size (4 layers, 190 steps: about the same time)")
+    assert abs(st.median(same_time.cpu_s) / st.median(fast.arm("lm-fast").cpu_s) - 1) < 0.2
+    assert delta(fast, same_time.name) > 0  # ... and higher in about the same time
+    assert delta(fast, "− batch 24 (batch 32, 255 steps)") > 0
+    wsd = fast.paired("− WSD (cosine to 0.1·lr)")
+    assert min(wsd) < 0 < max(wsd)  # "lower in some seeds and higher in others"
+    for name in ("− QK-norm", "− embedding lr ×3 (×1)", "− warm-up 20 (50)", "− batch 24 (batch 32, 255 steps)",
+                 "+ modern preset (SwiGLU d_ff 170, RMSNorm, no biases)", "+ ReLU²"):
+        assert min(fast.paired(name)) > 0, name  # "in every seed"
+    assert sum(x > 0 for x in fast.paired("− lr 1.5e-2 (1e-2)")) == 2  # "only in 2 of the 3 seeds"
+    for name in ("+ zero-init output projections", "+ logit soft-cap 15"):
+        p = fast.paired(name)
+        assert abs(delta(fast, name)) < 0.002 and min(p) < 0 < max(p), name
+    for name in [a.name for a in fast.arms if a.name[0] in "−+"]:
+        shown = f"{-delta(fast, name):.3f} nats\n  *lower*" if name == "− right-size (4 layers)" \
+            else f"{delta(fast, name):+.3f}"
+        assert shown in text, name
+    assert delta(fast, "− QK-norm") > 0
+
+
+def test_parameter_counts():
+    text = markdown()
+    lm = Transformer(Config(d_model=64, n_heads=4, n_layers=4, d_ff=256, norm_position="pre", max_len=64))
+    fast = Transformer(Config(d_model=64, n_heads=4, n_layers=2, d_ff=256, norm_position="pre", max_len=64,
+                              qk_norm=True))
+    assert count_parameters(lm) == 233_088 and count_parameters(fast) == 133_184
+    assert "233,088" in text and "133,184" in text
+    classic = Transformer(Config(d_model=64, n_heads=4, n_layers=1, d_ff=256, norm_position="pre"))
+    modern = Transformer(Config.modern(d_model=64, n_heads=4, n_layers=1, d_ff=170))
+    assert abs(count_parameters(modern) / count_parameters(classic) - 1) < 0.02  # "about as many"
+
+
+def test_qk_norm_makes_scores_blind_to_the_scale_of_wq_wk():
+    ids = torch.tensor([list(b"To be, or not to be, that is the question")])
+
+    def sharpest(model):
+        _, weights = model(ids, return_attention=True)
+        return weights[0].max(-1).values.mean().item()
+
+    out = {}
+    for qk_norm in (False, True):
+        torch.manual_seed(0)
+        layer = Transformer(Config(d_model=64, n_heads=4, n_layers=1, d_ff=256, norm_position="pre",
+                                   dropout=0.0, qk_norm=qk_norm)).eval()
+        before = sharpest(layer)
+        with torch.no_grad():
+            layer.blocks[0].attn.qkv.weight[:128] *= 10
+            layer.blocks[0].attn.qkv.bias[:128] *= 10
+        out[qk_norm] = before, sharpest(layer)
+    assert out[False][1] > out[False][0] + 0.2  # sharper without QK-norm
+    assert abs(out[True][1] - out[True][0]) < 1e-3  # unchanged with it
+
+
+def test_envelope_claims():
+    env, text = load_lm_envelope(), markdown()
+    best = env.rescored["deepen 2→4, τ=0.8"]
+    for budget, (size, loss) in env.envelope.items():
+        assert loss <= min(env.loss(s, budget) for s in env.points if budget in env.points[s])
+    b1 = env.envelope[1.0]
+    assert b1[0] != "4L d64 (target)" and f"{b1[1]:.3f}" in text and f"{env.loss('4L d64 (target)', 1.0):.3f}" in text
+    assert best["vs_scratch"] is not None and f"{best['vs_scratch']:.2f}" in text
+    assert all(a["vs_envelope"] is None or a["vs_envelope"] > 0.7 for a in env.rescored.values())
+    assert all(a["where"] != "above" for a in env.rescored.values())
+
+
+def test_smaller_sizes_beat_the_target_until_it_has_seen_enough():
+    env = load_lm_envelope()
+    target = "4L d64 (target)"
+    for b in (0.5, 1.0):
+        assert all(env.loss(s, b) < env.loss(target, b) for s in env.points if s != target)
+    assert env.loss(target, 1.4) < env.loss("1L d64", 1.4)
