@@ -155,3 +155,12 @@ def test_07_try_this_the_gap_grows_with_the_noise_and_widen_keeps_the_function()
     share = {noise: train_watching_copies(widen(tiny, 2, noise=noise, dropout=0.0, inputs=probe).model,
                                           train_pairs)[-1] / largest for noise in (0.01, 0.1, 1.0)}
     assert [round(100 * s) for s in share.values()] == [1, 5, 14]
+
+
+def test_13s_summary_gives_the_best_arms_ratio_against_the_envelope():
+    from minitf.experiments.results import load_lm_envelope
+    env = load_lm_envelope()
+    best = env.rescored["deepen 2→4, τ=0.8"]
+    assert f"{best['vs_envelope']:.2f}× that model's compute" in markdown("13_growth_report.ipynb")
+    size, _ = env.envelope[1.0]
+    assert size == "4L d32" and "a 4-layer model of width 32" in markdown("13_growth_report.ipynb")
