@@ -84,27 +84,18 @@ def mine(fallback: Callable[[str], Callable] | None = None) -> Parts:
     """Your saved pieces as Parts. Pieces you have not saved are filled by `fallback(name)` (for
     instance the reference solutions: `lambda name: getattr(minitf.solutions, "my_" + name)`) or
     left to minitf. All files share one namespace, so one piece may call another."""
-    # what the notebooks' cells had at hand when the pieces were written; minitf itself is loaded
-    # already (this module is inside it), so the face is taken as it is, not imported from a wing
-    namespace = {"torch": torch, "math": math, "F": torch.nn.functional, "minitf": sys.modules["minitf"],
-                 "TAB": TAB, "EOS": EOS, "PAD": PAD, "IGNORE": IGNORE}
-    found, origin = {}, {}
-    for name in PIECES:
-        path = folder() / f"{name}.py"
-        if path.is_file():
-            exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
-            found[name], origin[name] = namespace.pop("__piece__"), f"yours ({path.parent.name}/{path.name})"
-        elif fallback is not None:
-            found[name], origin[name] = fallback(name), "reference solution (you have not saved one yet)"
+    found, origin = load_saved(PIECES, fallback)
     return Parts(**found, origin=origin)
 
 
-# --- pieces beyond the model's (the training's, notebook 08) ---------------------------------------
+# --- loading saved pieces: the model's (mine, above) or any other set (the training's, notebook 08) ---
 
 def load_saved(names, fallback: Callable[[str], Callable] | None = None) -> tuple[dict, dict]:
     """({name: function}, {name: where it came from}) for the pieces `names` that are saved, the
     others from `fallback(name)` (or left out): `mine` for any set of pieces, such as the training's
     (minitf.course.training_parts.mine)."""
+    # what the notebooks' cells had at hand when the pieces were written; minitf itself is loaded
+    # already (this module is inside it), so the face is taken as it is, not imported from a wing
     namespace = {"torch": torch, "math": math, "F": torch.nn.functional, "minitf": sys.modules["minitf"],
                  "TAB": TAB, "EOS": EOS, "PAD": PAD, "IGNORE": IGNORE}
     found, origin = {}, {}
