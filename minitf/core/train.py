@@ -86,7 +86,9 @@ def make_optimizer(model, lr: float, weight_decay: float = 0.01) -> torch.optim.
 
 def wsd_at(step: int, steps: int, lr: float, warmup: int, cooldown: float) -> float:
     """WSD by steps (train's schedule="wsd"): linear warm-up over `warmup` steps, lr held, then
-    linear down over the last `cooldown` fraction of the steps, to lr/n at the last of those n."""
+    linear down over the last `cooldown` fraction of the steps, to lr/n at the last of those n.
+    wsd_lr is the same shape over a fraction of a compute budget (a run that grows mid-way); this
+    one counts steps like lr_at, so no step is spent at rate 0 (lm_fast.pt was trained with it)."""
     n = max(1, round(cooldown * steps))
     if step < warmup:
         return lr * (step + 1) / warmup
