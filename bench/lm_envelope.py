@@ -18,7 +18,8 @@ arm beats every fixed size; the issue's goal is ≤ 0.7. The 4-layer target's ru
 Then growth *into the envelope's best size*: 4L d32 grown by deepen from 2L d32 at τ = 0.5 and 0.8 of
 the 1.0 budget (inside the stable phase, which ends at 0.8), with lm_growth's protocol for its deepen
 arms (function-preserving, Adam's moments carried over, the same peak lr and schedule, the budget
-counted in FLOPs with the small stage at its own size), scored against the envelope and the target.
+counted in FLOPs with the small stage at its own size), scored against the envelope and the target;
+and 2L d32 trained alone for the whole budget, the limit τ → 1.
 Writes minitf/experiments/stored/lm_envelope.json and lm_envelope.md.
 """
 from __future__ import annotations
@@ -48,6 +49,7 @@ SEEDS = [0, 1]
 G.SMALL["d32 L2"] = G.SMALL["d32"].replace(n_layers=2)
 INTO_BEST = {f"deepen 2→4 of d32, τ={tau}": {"small": "d32 L2", "grow": "deepen", "after": [0, 1], "tau": tau}
              for tau in (0.5, 0.8)}
+INTO_BEST["2L d32, never grown (τ=1)"] = {"small": "d32 L2"}  # the small stage alone: τ → 1
 INTO_BEST_SEEDS = [0, 1, 2]
 
 
@@ -156,9 +158,10 @@ def main(argv=None) -> int:
         per_seed = [compute_for(env, x) for x in losses]
         per_seed_s = [compute_for(scratch_only, x) for x in losses]
         into_best[name] = {"budget": 1.0, "seeds": [r["seed"] for r in rs], "final_losses": losses,
-                           "final_loss": loss, "tau": INTO_BEST[name]["tau"],
-                           "growth_fraction": [r["growth"]["fraction"] for r in rs],
-                           "growth_jump": [r["growth"]["loss_after"] - r["growth"]["loss_before"] for r in rs],
+                           "final_loss": loss, "tau": INTO_BEST[name].get("tau", 1.0),
+                           "growth_fraction": [r["growth"] and r["growth"]["fraction"] for r in rs],
+                           "growth_jump": [r["growth"] and r["growth"]["loss_after"] - r["growth"]["loss_before"]
+                                           for r in rs],
                            "steps": [r["steps"] for r in rs], "small_steps": [r["small_steps"] for r in rs],
                            "cpu_s": [r["cpu_s"] for r in rs],
                            "vs_envelope": None if c_env is None else 1.0 / c_env, "where": where,
@@ -216,7 +219,8 @@ def report(result: dict) -> str:
                  f"{fmt(a['vs_envelope'], a['where'], a['budget'])} | {seeds} |")
     if result.get("into_best"):
         L += ["", "Growth into the envelope's best size: 2L d32 deepened to 4L d32 at τ of the 1.0 budget "
-              "(function-preserving, Adam's moments carried over, lm_growth's protocol), per seed:", "",
+              "(function-preserving, Adam's moments carried over, lm_growth's protocol), and 2L d32 never "
+              "grown, per seed:", "",
               "| arm | final loss per seed | mean | vs the 4L target | vs the envelope | per seed vs envelope |",
               "|---|---|---:|---:|---:|---|"]
         for name, a in result["into_best"].items():
