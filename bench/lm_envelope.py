@@ -1,6 +1,7 @@
 """The iso-FLOP envelope of the language model, and lm_growth's arms re-scored against it.
 
-    python bench/lm_envelope.py           # the stored result (resumable: finished runs are kept)
+    python bench/lm_envelope.py           # the stored result (resumable: finished runs are kept;
+                                          # the 9 growth runs into 4L d32 take ~6 min of one core)
     python bench/lm_envelope.py --quick   # a smoke run, a few steps each, to /tmp
 
 bench/lm_growth.py judges growth against one fixed model, RECIPE.md's 4-layer d_model-64 target

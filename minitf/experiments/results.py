@@ -867,7 +867,7 @@ class LMEnvelope:
                          f"{cell(a['vs_scratch'], a['where_scratch'], a['budget']):>7} "
                          f"{cell(a['vs_envelope'], a['where'], a['budget']):>11}")
         if self.into_best:
-            lines.append("grown into the envelope's best size (2L d32 → 4L d32):")
+            lines.append("into the envelope's best size, 4L d32, from 2L d32:")
             for name, a in self.into_best.items():
                 lines.append(f"{name:<40} {a['budget']:>6} {a['final_loss']:>7.4f} "
                              f"{cell(a['vs_scratch'], a['where_scratch'], a['budget']):>7} "
