@@ -1,6 +1,7 @@
 """The iso-FLOP envelope of the language model, and lm_growth's arms re-scored against it.
 
-    python bench/lm_envelope.py           # the stored result (resumable: finished runs are kept)
+    python bench/lm_envelope.py           # the stored result (resumable: finished runs are kept;
+                                          # the 9 growth runs into 4L d32 take ~6 min of one core)
     python bench/lm_envelope.py --quick   # a smoke run, a few steps each, to /tmp
 
 bench/lm_growth.py judges growth against one fixed model, RECIPE.md's 4-layer d_model-64 target
@@ -14,6 +15,12 @@ any size (mean over seeds). An arm's **effective-compute multiplier** is its bud
 compute the envelope needs to reach the arm's final loss (log-linear between budgets): below 1 the
 arm beats every fixed size; the issue's goal is ≤ 0.7. The 4-layer target's runs at budgets 0.7 and
 1.0 are lm_growth's stored scratch runs (seeds 0–2); this script adds the rest.
+
+Then growth *into the envelope's best size*: 4L d32 grown by deepen from 2L d32 at τ = 0.5 and 0.8 of
+the 1.0 budget (inside the stable phase, which ends at 0.8), with lm_growth's protocol for its deepen
+arms (function-preserving, Adam's moments carried over, the same peak lr and schedule, the budget
+counted in FLOPs with the small stage at its own size), scored against the envelope and the target;
+and 2L d32 trained alone for the whole budget, the limit τ → 1.
 Writes minitf/experiments/stored/lm_envelope.json and lm_envelope.md.
 """
 from __future__ import annotations
@@ -39,6 +46,12 @@ import lm_growth as G  # noqa: E402
 SIZES = {"4L d64 (target)": None, "2L d64": "L2", "1L d64": "L1", "4L d32": "d32"}
 BUDGETS = [0.5, 1.0, 1.4]
 SEEDS = [0, 1]
+# growth into the envelope's best size (4L d32) at the 1.0 budget, from 2L d32: lm_growth's deepen 2→4
+G.SMALL["d32 L2"] = G.SMALL["d32"].replace(n_layers=2)
+INTO_BEST = {f"deepen 2→4 of d32, τ={tau}": {"small": "d32 L2", "grow": "deepen", "after": [0, 1], "tau": tau}
+             for tau in (0.5, 0.8)}
+INTO_BEST["2L d32, never grown (τ=1)"] = {"small": "d32 L2"}  # the small stage alone: τ → 1
+INTO_BEST_SEEDS = [0, 1, 2]
 
 
 def size_config(size):
@@ -75,6 +88,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--seeds", type=int, nargs="*", default=SEEDS)
+    p.add_argument("--growth-seeds", type=int, nargs="*", default=INTO_BEST_SEEDS,
+                   help="seeds of the arms that grow into 4L d32")
     p.add_argument("--out", type=Path, default=ROOT / "minitf" / "experiments" / "stored")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -99,6 +114,18 @@ def main(argv=None) -> int:
                 result["runs"][k] = {"size": size, "budget": b, "seed": seed, **r}
                 print(f"{k}: {r['final_val_loss']:.4f} in {r['cpu_s']:.1f} s CPU", flush=True)
                 path.write_text(json.dumps(result, indent=1) + "\n")
+    grown = result.setdefault("into_best_runs", {})
+    for seed in args.growth_seeds:  # every arm on one seed first, so a partial run covers both
+        for name, arm in INTO_BEST.items():
+            k = f"{name} | seed {seed}"
+            if k in grown:
+                continue
+            r = G.run(name, arm, seed, lr, steps, text, [1.0], G.EVAL_WINDOWS)
+            r.pop("curve")
+            grown[k] = r
+            print(f"{k}: {r['final_val_loss']:.4f} in {r['cpu_s']:.1f} s CPU, {r['steps']} steps "
+                  f"({r['small_steps']} small)", flush=True)
+            path.write_text(json.dumps(result, indent=1) + "\n")
     # the points: size → budget → final losses (the target at 0.7 and 1.0 from lm_growth)
     points: dict = {}
     for r in result["runs"].values():
@@ -120,13 +147,38 @@ def main(argv=None) -> int:
                           "vs_scratch": None if c_scr is None else a["budget"] / c_scr, "where_scratch": where_s,
                           "vs_envelope_per_seed": [None if c is None else a["budget"] / c for c, _ in per_seed],
                           "where_per_seed": [w for _, w in per_seed]}
+    into_best = {}
+    for name in INTO_BEST:
+        rs = [r for r in grown.values() if r["arm"] == name]
+        if not rs:
+            continue
+        losses = [r["final_val_loss"] for r in rs]
+        loss = statistics.mean(losses)
+        c_env, where = compute_for(env, loss)
+        c_scr, where_s = compute_for(scratch_only, loss)
+        per_seed = [compute_for(env, x) for x in losses]
+        per_seed_s = [compute_for(scratch_only, x) for x in losses]
+        into_best[name] = {"budget": 1.0, "seeds": [r["seed"] for r in rs], "final_losses": losses,
+                           "final_loss": loss, "tau": INTO_BEST[name].get("tau", 1.0),
+                           "growth_fraction": [r["growth"] and r["growth"]["fraction"] for r in rs],
+                           "growth_jump": [r["growth"] and r["growth"]["loss_after"] - r["growth"]["loss_before"]
+                                           for r in rs],
+                           "steps": [r["steps"] for r in rs], "small_steps": [r["small_steps"] for r in rs],
+                           "cpu_s": [r["cpu_s"] for r in rs],
+                           "vs_envelope": None if c_env is None else 1.0 / c_env, "where": where,
+                           "vs_scratch": None if c_scr is None else 1.0 / c_scr, "where_scratch": where_s,
+                           "vs_envelope_per_seed": [None if c is None else 1.0 / c for c, _ in per_seed],
+                           "where_per_seed": [w for _, w in per_seed],
+                           "vs_scratch_per_seed": [None if c is None else 1.0 / c for c, _ in per_seed_s],
+                           "where_scratch_per_seed": [w for _, w in per_seed_s]}
     result.update({"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                    "command": " ".join(["python bench/lm_envelope.py", *(argv if argv is not None else sys.argv[1:])]),
                    "lr": lr, "budget_steps": steps, "budget_flops": growth["budget_flops"],
                    "sizes": {s: {"parameters": count_parameters(minitf.Transformer(size_config(s))),
                                  "flops_per_token": flops_per_token(size_config(s), G.CONTEXT)} for s in SIZES},
                    "points": {s: {str(b): v for b, v in sorted(bs.items())} for s, bs in points.items()},
-                   "envelope": {str(b): list(v) for b, v in env.items()}, "rescored": rescored})
+                   "envelope": {str(b): list(v) for b, v in env.items()}, "rescored": rescored,
+                   "into_best": into_best})
     path.write_text(json.dumps(result, indent=1) + "\n")
     (out / "lm_envelope.md").write_text(report(result) + "\n")
     print(report(result))
@@ -166,6 +218,18 @@ def report(result: dict) -> str:
                           for x, w in zip(a["vs_envelope_per_seed"], a["where_per_seed"]))
         L.append(f"| {name} | {a['budget']} | {a['final_loss']:.4f} | {fmt(a['vs_scratch'], a['where_scratch'], a['budget'])} | "
                  f"{fmt(a['vs_envelope'], a['where'], a['budget'])} | {seeds} |")
+    if result.get("into_best"):
+        L += ["", "Growth into the envelope's best size: 2L d32 deepened to 4L d32 at τ of the 1.0 budget "
+              "(function-preserving, Adam's moments carried over, lm_growth's protocol), and 2L d32 never "
+              "grown, per seed:", "",
+              "| arm | final loss per seed | mean | vs the 4L target | vs the envelope | per seed vs envelope |",
+              "|---|---|---:|---:|---:|---|"]
+        for name, a in result["into_best"].items():
+            seeds = ", ".join(fmt(x, w, 1.0).split(" (")[0]
+                              for x, w in zip(a["vs_envelope_per_seed"], a["where_per_seed"]))
+            L.append(f"| {name} | {', '.join(f'{x:.4f}' for x in a['final_losses'])} | {a['final_loss']:.4f} | "
+                     f"{fmt(a['vs_scratch'], a['where_scratch'], 1.0)} | {fmt(a['vs_envelope'], a['where'], 1.0)} | "
+                     f"{seeds} |")
     L += ["", "\"<\" and \">\": the arm's loss lies outside the budgets the yardstick was measured at, so "
           "only a bound is known. The target scratch was measured at 0.7 and 1.0 only (lm_growth), "
           "and 0.5 and 1.4 here."]

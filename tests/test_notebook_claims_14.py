@@ -115,3 +115,31 @@ def test_smaller_sizes_beat_the_target_until_it_has_seen_enough():
     for b in (0.5, 1.0):
         assert all(env.loss(s, b) < env.loss(target, b) for s in env.points if s != target)
     assert env.loss(target, 1.4) < env.loss("1L d64", 1.4)
+
+
+def test_growth_into_the_best_size():
+    env, text = load_lm_envelope(), markdown()
+    arms = env.into_best
+    late, early = arms["deepen 2→4 of d32, τ=0.8"], arms["deepen 2→4 of d32, τ=0.5"]
+    alone = arms["2L d32, never grown (τ=1)"]
+    assert env.envelope[1.0][0] == "4L d32" and "4 layers of\nd_model 32" in text  # "the envelope's best size"
+    for a in arms.values():
+        assert len(a["seeds"]) == 3 and "3 seeds" in text
+        assert a["where"] == "inside" and all(w == "inside" for w in a["where_per_seed"])
+        assert all(x > 1 for x in a["vs_envelope_per_seed"])  # no arm beats the best fixed model, any seed
+    assert f"ends at {late['final_loss']:.3f} nats" in text and f"**{late['vs_envelope']:.2f}×**" in text
+    lo, hi = min(late["vs_envelope_per_seed"]), max(late["vs_envelope_per_seed"])
+    assert f"per seed {lo:.2f}–{hi:.2f}" in text
+    d64 = env.rescored["deepen 2→4, τ=0.8"]["vs_envelope"]
+    assert late["vs_envelope"] < d64 and f"d_model-64 arm's {d64:.2f}×" in text  # "a little closer"
+    assert f"{late['vs_scratch']:.2f}× the\ntarget's" in text
+    assert f"τ = 0.5 needs {early['vs_envelope']:.2f}×" in text
+    assert all(g == 0 for a in (late, early) for g in a["growth_jump"])  # function-preserving
+    assert f"ends at {alone['final_loss']:.3f} ({alone['vs_envelope']:.2f}×)" in text
+    assert alone["final_loss"] > env.envelope[1.0][1] and f"4L d32's {env.envelope[1.0][1]:.3f}" in text
+    for grown in (late, early):  # "the grown model ends no lower than it in any seed"
+        by_seed = dict(zip(alone["seeds"], alone["final_losses"]))
+        assert all(x >= by_seed[s] for s, x in zip(grown["seeds"], grown["final_losses"]))
+    assert alone["final_loss"] < late["final_loss"] < early["final_loss"]  # "later is lower, never is lowest"
+    two_d64 = env.loss("2L d64", 1.0)
+    assert two_d64 < env.loss("4L d64 (target)", 1.0) and f"2L d64 ({two_d64:.3f} at this budget)" in text

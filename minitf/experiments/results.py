@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
@@ -842,6 +842,7 @@ class LMEnvelope:
     points: dict[str, dict[float, list[float]]]  # size → budget → final losses (one per seed)
     envelope: dict[float, tuple[str, float]]   # budget → (best size, its mean final loss)
     rescored: dict[str, dict]                  # growth arm → budget, final_loss, vs_scratch, vs_envelope, …
+    into_best: dict[str, dict] = field(default_factory=dict)  # growth into 4L d32 → the same, per seed too
 
     def loss(self, size: str, budget: float) -> float:
         return statistics.mean(self.points[size][budget])
@@ -865,6 +866,12 @@ class LMEnvelope:
             lines.append(f"{name:<40} {a['budget']:>6} {a['final_loss']:>7.4f} "
                          f"{cell(a['vs_scratch'], a['where_scratch'], a['budget']):>7} "
                          f"{cell(a['vs_envelope'], a['where'], a['budget']):>11}")
+        if self.into_best:
+            lines.append("into the envelope's best size, 4L d32, from 2L d32:")
+            for name, a in self.into_best.items():
+                lines.append(f"{name:<40} {a['budget']:>6} {a['final_loss']:>7.4f} "
+                             f"{cell(a['vs_scratch'], a['where_scratch'], a['budget']):>7} "
+                             f"{cell(a['vs_envelope'], a['where'], a['budget']):>11}")
         return "\n".join(lines)
 
     def __repr__(self):
@@ -899,4 +906,5 @@ def load_lm_envelope(path: Path | None = None) -> LMEnvelope:
     raw = json.loads(Path(path or RESULTS / "lm_envelope.json").read_text())
     points = {s: {float(b): v for b, v in bs.items()} for s, bs in raw["points"].items()}
     env = {float(b): (v[0], v[1]) for b, v in raw["envelope"].items()}
-    return LMEnvelope(raw["command"], raw["budget_flops"], raw["sizes"], points, env, raw["rescored"])
+    return LMEnvelope(raw["command"], raw["budget_flops"], raw["sizes"], points, env, raw["rescored"],
+                      raw.get("into_best", {}))
