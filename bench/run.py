@@ -34,8 +34,9 @@ rendered from whatever results exist, each with its own date):
   lm_fast    runs bench/lm_fast.py (resumable; ~25 min of one core): `--recipe lm-fast` and one
              ablation row per trick it keeps, 3 seeds each, interleaved round by round with the
              nanoGPT-style reference; wall time and loss as a ratio to it; shows minitf/experiments/stored/lm_fast.md
-  lm_envelope runs bench/lm_envelope.py (resumable; ~15 min of one core): 4 sizes x 3 budgets, fully
+  lm_envelope runs bench/lm_envelope.py (resumable; ~20 min of one core): 4 sizes x 3 budgets, fully
              decayed, 2 seeds; the best fixed size per budget and lm_growth's arms re-scored against it;
+             then 2L d32 grown into 4L d32 at tau 0.5/0.8 and never grown, 3 seeds;
              shows minitf/experiments/stored/lm_envelope.md
   length     runs bench/length_study.py (resumable; ~5 min of one core): trained on inputs of 1-12 bytes,
              exact match on 13-24 by RoPE frequencies and randomised position offsets, 3 seeds per

@@ -164,3 +164,5 @@ def test_13s_summary_gives_the_best_arms_ratio_against_the_envelope():
     assert f"{best['vs_envelope']:.2f}× that model's compute" in markdown("13_growth_report.ipynb")
     size, _ = env.envelope[1.0]
     assert size == "4L d32" and "a 4-layer model of width 32" in markdown("13_growth_report.ipynb")
+    into = env.into_best["deepen 2→4 of d32, τ=0.8"]
+    assert f"does not beat it either: {into['vs_envelope']:.2f}×" in markdown("13_growth_report.ipynb")
