@@ -16,7 +16,8 @@ JupyterLab server and one Chromium:
    it, from INTERACTIONS: a RopeExplorer's slider moves (value, readout and plot change), an
    AttentionSelector's head slider and head switch redraw, NextByteBars' temperature redraws the
    bars, TextSampler's "sample" button draws a new continuation, an Explorer takes typed text and
-   its tooltip shows the hovered number's value, a TrainingView's "train again" trains a fresh model
+   its tooltip shows the hovered number's value, and its "generate next byte" stops at the end of
+   the output (EOS, shown as \\n) and turns itself off, a TrainingView's "train again" trains a fresh model
    and the picture is redrawn as it learns (at least MIN_REDRAWS different pictures);
 4. screenshots of every widget, stored and live, go to build/browser/<notebook>/ (failure.png on
    failure); the server and every kernel are always stopped; no notebook file is changed.
@@ -530,7 +531,41 @@ def use_explorer(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
         raise CheckFailed(f"hovering {key} (data-value {value}): the tooltip does not give "
                           f"'= {shown_like_explorer(value)}' but {tip.strip()[:200]!r}")
     page.screenshot(path=str(out_dir / f"{tag}-hover.png"))  # the tooltip as shown, in place
-    return [f"typed {text!r}; hovering {key} shows '= {shown_like_explorer(value)}'"]
+    said = [f"typed {text!r}; hovering {key} shows '= {shown_like_explorer(value)}'"]
+    return said + generate_to_the_end(page, root, out_dir, tag)
+
+
+def generate_to_the_end(page, root, out_dir: pathlib.Path, tag: str) -> list[str]:
+    """A pair: type `Hi` and a TAB, press "generate next byte" until the button turns itself off.
+    The output must end with the end-of-output byte (shown as a named symbol, never a raw tab) and
+    the button must stop there, as minitf.generate does, within the model's length."""
+    box, step = root.locator("input.mtf-text"), root.locator("button.mtf-step")
+    box.scroll_into_view_if_needed()
+    box.fill("Hi\\t")  # the text box's escape for TAB
+    box.press("Enter")
+    wait_until(page, lambda: root.locator(".mtf-pos").count() == 3, REDRAW_TIMEOUT,
+               "the explorer to show the 3 bytes of 'Hi' and a TAB")
+    wait_idle(page, REDRAW_TIMEOUT, "the kernel to go idle after typing", settle=5)
+    clicks = 0
+    while step.is_enabled() and clicks < 40:
+        before = root.locator(".mtf-pos").count()
+        step.click()
+        clicks += 1
+        wait_until(page, lambda: root.locator(".mtf-pos").count() == before + 1 or not step.is_enabled(),
+                   REDRAW_TIMEOUT, "one more byte after 'generate next byte'")
+        wait_idle(page, REDRAW_TIMEOUT, "the kernel to go idle after a step", settle=2)
+    if step.is_enabled():
+        raise CheckFailed(f"'generate next byte' still on after {clicks} bytes: it should stop at EOS")
+    written = box.input_value()
+    if "\t" in written:
+        raise CheckFailed(f"the text box shows a raw tab: {written!r}")
+    output = written.split("\\t", 1)[-1]  # after the TAB; EOS shows as \n
+    if "\\n" in output and output.index("\\n") != len(output) - 2:
+        raise CheckFailed(f"generation went on past the end of output (EOS): {written!r}")
+    if not written.endswith("\\n") and root.locator(".mtf-pos").count() < 8:
+        raise CheckFailed(f"generation stopped after {clicks} bytes without an end of output: {written!r}")
+    page.screenshot(path=str(out_dir / f"{tag}-generated.png"))
+    return [f"typed 'Hi\\t', generated {clicks} byte(s) to {written!r}; then the button turned off"]
 
 
 # What a learner does with each kind of widget, found by its repr's class name in the outputs
