@@ -51,26 +51,32 @@ def loss_in_float64(logits, targets):
     return (nll * keep).sum() / keep.sum()
 
 
+# the step slips as a learner would write them, not the checker's own copies (training_checks has
+# those): the check must recognise a slip by what it does, however it is written
+
 def step_without_zero_grad(model, optimizer, ids, targets, loss_fn, clip):
-    loss = loss_fn(model(ids), targets)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    logits = model(ids)
+    loss = loss_fn(logits, targets)
+    loss.backward()                                     # adds to whatever .grad already holds
+    params = [p for p in model.parameters() if p.grad is not None]
+    torch.nn.utils.clip_grad_norm_(params, max_norm=clip)
     optimizer.step()
     return loss
 
 
 def step_without_clip(model, optimizer, ids, targets, loss_fn, clip):
-    optimizer.zero_grad()
+    for p in model.parameters():
+        p.grad = None
     loss = loss_fn(model(ids), targets)
     loss.backward()
-    optimizer.step()
+    optimizer.step()                                    # clip never used
     return loss
 
 
 def step_before_backward(model, optimizer, ids, targets, loss_fn, clip):
-    optimizer.zero_grad()
+    model.zero_grad()
+    optimizer.step()                                    # steps on the (empty) gradients first
     loss = loss_fn(model(ids), targets)
-    optimizer.step()
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     return loss
