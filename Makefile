@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 TEST_STAMP := $(VENV)/.installed-lightning-stamp
 
-.PHONY: lab test test-unit test-notebooks bench data clean-venv
+.PHONY: lab test test-all test-unit test-notebooks test-perturbed bench data clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,14 +33,27 @@ LAB_ARGS ?=
 lab: $(TEST_STAMP) lab-settings  ## open JupyterLab on the notebooks (options: make lab LAB_ARGS="--port 8899 --no-browser")
 	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
-test: $(TEST_STAMP) $(SITE_STAMP)  ## unit tests and every notebook re-run and compared with its stored outputs
-	$(PY) -m pytest --nbval tests notebooks
+# every core (pytest-xdist); --dist loadscope keeps each notebook whole on one worker (nbval's README)
+PARALLEL ?= -n auto --dist loadscope
 
-test-unit: $(TEST_STAMP) $(SITE_STAMP)
-	$(PY) -m pytest tests
+test: $(TEST_STAMP) $(SITE_STAMP)  ## every notebook re-run and compared with its stored outputs, and the fast unit tests
+	$(PY) -m pytest $(PARALLEL) -m "not slow" --nbval tests notebooks
+
+test-all: $(TEST_STAMP) $(SITE_STAMP)  ## `make test` and the slow tests (subprocesses, DDP, the wheel, JupyterLab, re-training)
+	$(PY) -m pytest $(PARALLEL) --nbval tests notebooks
+
+test-unit: $(TEST_STAMP) $(SITE_STAMP)  ## the fast unit tests alone: the quick loop while you change minitf
+	$(PY) -m pytest $(PARALLEL) -m "not slow" tests
 
 test-notebooks: $(TEST_STAMP)
-	$(PY) -m pytest --nbval notebooks
+	$(PY) -m pytest $(PARALLEL) --nbval notebooks
+
+# a stand-in for another CPU: every new model starts one ulp away (MINITF_PERTURB, minitf/core/perturb.py),
+# so a float32 training run drifts as it would on a learner's machine; two seeds, everything
+PERTURB_SEEDS ?= 1 2
+test-perturbed: $(TEST_STAMP) $(SITE_STAMP)  ## the whole suite with each new model's weights nudged by one ulp (seeds 1, 2)
+	set -e; for seed in $(PERTURB_SEEDS); do echo "== MINITF_PERTURB=$$seed"; \
+	  MINITF_PERTURB=$$seed $(PY) -m pytest $(PARALLEL) -q --nbval tests notebooks; done
 
 # every CPU instruction set torch offers on this machine, with 1 and 2 threads: a learner's CPU is
 # not yours, and float32 results differ in their last digits between them

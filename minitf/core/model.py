@@ -10,6 +10,7 @@ from .attention import MultiHeadAttention
 from .config import Config
 from .ffn import FeedForward
 from .norms import make_norm
+from .perturb import perturb_if_asked
 from .rope import position_ids, rope_angles, sinusoidal_table
 
 
@@ -92,6 +93,7 @@ class Transformer(nn.Module):
                     block.attn.out.weight.zero_()
                     if block.ffn is not None:
                         block.ffn.down.weight.zero_()
+        perturb_if_asked(self)  # MINITF_PERTURB: start one ulp away, as another CPU's run would drift
 
     def positions(self, ids: torch.Tensor) -> torch.Tensor | None:
         """Every token's position id (B, T) for config.position_ids="coupled", else None (0 … T−1).
