@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "minitf"
 
@@ -333,6 +335,7 @@ def test_the_checker_finds_a_cycle_through_a_function_level_import():
     assert find_cycle(edges[:2]) is None
 
 
+@pytest.mark.slow
 def test_the_checker_sees_a_planted_violation_in_a_real_package_tree(tmp_path):
     """The whole path, files to verdict: a copy of minitf with one bad import and one cycle."""
     import shutil

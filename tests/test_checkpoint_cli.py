@@ -76,6 +76,7 @@ def test_cli_train_eval_generate(tmp_path, capsys):
     assert main(["train", "--steps", "1", "--out", str(ckpt), "--no-progress"]) == 2  # exists
 
 
+@pytest.mark.slow
 def test_python_dash_m_entry_point():
     done = subprocess.run([sys.executable, "-m", "minitf", "data", "check", "data/val.txt"],
                           capture_output=True, text=True)

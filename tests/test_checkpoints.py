@@ -43,6 +43,7 @@ def test_checkpoint_is_small_and_documented(path):
 
 
 @pytest.mark.parametrize("path", CHECKPOINTS, ids=lambda p: p.name)
+@pytest.mark.slow
 def test_checkpoint_reaches_its_stated_metrics(path):
     model = minitf.load(path)
     meta = model.metadata

@@ -212,6 +212,7 @@ def run(*argv, **kw):
     return subprocess.run([sys.executable, "-m", "minitf", *argv], capture_output=True, text=True, **kw)
 
 
+@pytest.mark.slow
 def test_alone_it_prints_its_help_with_the_status_of_a_usage_error():
     done = run()
     assert done.returncode == 2 and done.stderr == ""
@@ -221,6 +222,7 @@ def test_alone_it_prints_its_help_with_the_status_of_a_usage_error():
     assert data.returncode == 2 and "check" in data.stdout and "make" in data.stdout
 
 
+@pytest.mark.slow
 def test_version_and_help_with_defaults(capsys):
     done = run("--version")
     assert done.returncode == 0 and done.stdout == f"minitf {minitf.__version__}\n"
@@ -235,6 +237,7 @@ def test_version_and_help_with_defaults(capsys):
             assert s in text, (argv, s)
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly(tmp_path):
     many = tmp_path / "bad.txt"
     many.write_text(open(SEED_VAL).read() * 200)  # 7,200 bad lines: more than a pipe buffers

@@ -157,6 +157,7 @@ def escaped(labels):
 
 @pytest.mark.parametrize("checkpoint, text", [("tiny", "Hi\t"), ("tiny", "Hello"),
                                               ("shift", "Hi\t"), ("tiny", "a b\x00$x$")])
+@pytest.mark.slow
 def test_the_picture_is_legible_and_draws_without_warnings(checkpoint, text):
     """The stored notebooks show this picture: 9 pt or more at their 110 dpi, bytes as
     byte_labels shows them (a raw TAB was a missing-glyph box and a warning), every section the
@@ -219,6 +220,7 @@ def test_the_javascript_ships_in_the_package_and_needs_no_network():
         assert hook in js, hook
 
 
+@pytest.mark.slow
 def test_import_minitf_does_not_import_anywidget():
     code = "import sys, minitf; print('anywidget' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

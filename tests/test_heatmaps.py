@@ -213,6 +213,7 @@ def test_to_bertviz_rejects_a_batch_of_many():
         heatmaps.to_bertviz([torch.zeros(2, 2, 3, 3)])
 
 
+@pytest.mark.slow
 def test_selector_stops_an_output_that_never_ends_a_few_bytes_past_the_input():
     model = small_model()
     with torch.no_grad():

@@ -96,6 +96,7 @@ LONG = {"shift_long": "shift-long", "shift_long_small": "shift-long-small"}
 
 
 @pytest.mark.parametrize("name", list(LONG))
+@pytest.mark.slow
 def test_shift_long_checkpoints_shift_inputs_longer_than_they_trained_on(name):
     """Trained on 1-12 bytes (the command says so), >= 99 % exact match on fresh 13-24-byte pairs,
     a third with repeated bytes; the baseline shift.pt fails there."""

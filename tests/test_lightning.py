@@ -93,6 +93,7 @@ def test_cli_trains_with_lightning_and_saves_a_minitf_checkpoint(tmp_path, capsy
     assert "--device is for --trainer minitf" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_ddp_with_two_cpu_processes_trains_and_saves_once(tmp_path):
     """`--strategy ddp --devices 2` on the CPU: Lightning starts a second process (gloo), each
     trains on its own half of the batches, and the first one saves the checkpoint."""

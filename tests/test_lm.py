@@ -210,6 +210,7 @@ def maker_recipe(name):
     return module.RECIPES[name]
 
 
+@pytest.mark.slow
 def test_the_shipped_lm_is_documented_and_reaches_its_stated_metrics():
     assert LM.stat().st_size < 1_000_000
     model = minitf.load(LM)

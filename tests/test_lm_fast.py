@@ -38,6 +38,7 @@ def test_the_recipe_is_the_bench_arm_and_the_checkpoint_command():
     assert recorded == f"python -m minitf train {make.RECIPES['lm_fast']} --out data/checkpoints/lm_fast.pt"
 
 
+@pytest.mark.slow
 def test_the_shipped_run_reaches_nanogpts_mark():
     model = minitf.load(CHECKPOINT)
     text = read_text(ROOT / "data" / "text" / "tinyshakespeare.txt", 64)

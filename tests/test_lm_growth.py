@@ -173,6 +173,7 @@ def test_reach_interpolates_between_evaluations():
     assert bench.reach(curve, 1.0) is None
 
 
+@pytest.mark.slow
 def test_quick_bench_runs_every_arm_and_keeps_the_function_where_it_should(tmp_path):
     bench = _bench()
     arms = ["deepen 2→4, τ=0.5", "stack 2→4, τ=0.75", "widen d32→64, τ=0.75", "scratch, 0.7 budget"]

@@ -98,6 +98,7 @@ def test_the_double_layernorm_differs_from_post_norm_once_gamma_and_beta_move():
 
 
 
+@pytest.mark.slow
 def test_without_residuals_neither_layout_passes_the_length_oracle(one_thread):
     """04's "try this": the learner's call, run("pre", 0, residual=False), gives the stored run."""
     from minitf.experiments.norm_position import load_norm_position, run
@@ -111,6 +112,7 @@ def test_without_residuals_neither_layout_passes_the_length_oracle(one_thread):
 
 # ---- 04's pre-norm against post-norm: the stored five-seed study and the sentences on it
 
+@pytest.mark.slow
 def test_04_the_stored_norm_study_is_what_its_code_computes():
     """One stored run trained again (pre-norm, seed 0): the same losses and gradient norms, to
     float32 accuracy, so the file is the recorded command's output and not an edited table."""

@@ -2,6 +2,7 @@
 nothing."""
 import math
 
+import pytest
 import torch
 
 import minitf
@@ -103,6 +104,7 @@ def test_05_what_the_sweep_says_about_width_with_coupled_ids():
     assert sweep["solver"].params == 1984 and sweep["− tied head"].params - 1984 == 1536
 
 
+@pytest.mark.slow
 def test_05_watch_it_learn_with_the_usual_ids_finds_no_source():
     """05's "Try this": the view's model, data and start with the usual ids: the attention on the
     source byte stays near 20 % and no output is right."""

@@ -142,6 +142,7 @@ def test_07_what_the_missing_half_costs():
     assert abs(base - loss(tiny)) < 1e-3  # the exact widening keeps the tiny model's loss
 
 
+@pytest.mark.slow
 def test_07_try_this_the_gap_grows_with_the_noise_and_widen_keeps_the_function():
     """"about 1 % of the embedding's largest entry at noise 0.01, 5 % at 0.1 and 14 % at 1.0", and
     widen passes its function check at noise 1.0 (it raises GrowthError where it does not)."""

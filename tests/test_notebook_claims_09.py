@@ -75,6 +75,7 @@ def word_share(sample: bytes, words: set) -> float:
     return sum(w in words for w in written) / len(written)
 
 
+@pytest.mark.slow
 def test_the_lowest_temperature_writes_the_most_words(lm, text):
     said = markdown()
     lm64 = lm.double()

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tomllib
 
+import pytest
 from conftest import ROOT
 
 
@@ -60,6 +61,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_make_lab_starts_for_root_too_and_takes_options(tmp_path):
     """`make lab LAB_ARGS=...` reaches JupyterLab, which answers on the port asked for; as root the
     Makefile adds --allow-root (JupyterLab exits at once without it)."""
@@ -138,6 +140,7 @@ def test_every_notebook_starts_with_the_minitf_setup():
         assert "minitf.notebook.setup(" in "".join(code[0]["source"]), nb.name
 
 
+@pytest.mark.slow
 def test_setup_makes_torch_deterministic_without_importing_its_compiler():
     probe = ("import sys, torch, minitf; minitf.notebook.setup(); "
              "print(torch.are_deterministic_algorithms_enabled(), "

@@ -260,6 +260,7 @@ def resolved():
                    for part in items} | {"self-test ok": unresolved(items["self-test ok"])}
 
 
+@pytest.mark.slow
 def test_every_shadowed_module_is_reachable_in_a_fresh_interpreter(resolved):
     items, failed = resolved
     assert len(items["shadowed"]) == 2 * len(SHADOWED)

@@ -88,6 +88,7 @@ def test_plot_reads_at_its_size_with_one_baseline_line_and_no_empty_slot(ladder)
         assert bottom.get_xlim()[1] - right_edge < 0.6
 
 
+@pytest.mark.slow
 def test_the_ladder_script_runs_and_writes_what_the_loader_reads(tmp_path):
     out = tmp_path / "ladder.json"
     subprocess.run([sys.executable, str(ROOT / "bench" / "ablation.py"), "--quick", "--tasks", "copy",

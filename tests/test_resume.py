@@ -96,6 +96,7 @@ def uninterrupted(tmp_path_factory):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
                          ids=["ctrl-c", "sigterm", "killed"])
+@pytest.mark.slow
 def test_cli_signal_saves_and_resume_equals_uninterrupted(sig, uninterrupted, tmp_path, capsys):
     """A real `python -m minitf train` process, signalled once it has saved at step 20 (its
     --save-every); SIGKILL cannot be caught, so there the step-20 file is what is left."""

@@ -68,6 +68,7 @@ def remote(url: str) -> bool:
     return bool(urlsplit(url).scheme in ("http", "https") or url.startswith("//"))
 
 
+@pytest.mark.slow
 def test_one_page_per_notebook_and_the_readme_as_front_page(built):
     out, result = built
     assert sorted(result["notebooks"]) == [p.name for p in NOTEBOOKS]

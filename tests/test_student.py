@@ -67,6 +67,7 @@ def test_every_exercise_in_a_copy_says_not_written_yet(copies):
     assert n >= 10
 
 
+@pytest.mark.slow
 def test_a_copy_runs_to_its_end_and_its_exercises_say_not_written_yet(copies, tmp_path):
     """Run the copy of notebook 03 (two exercises) in a kernel, from its own folder."""
     out, _ = copies

@@ -322,6 +322,7 @@ def outputs_text(cells) -> str:
     return "\n".join(out)
 
 
+@pytest.mark.slow
 def test_notebook_08_with_wrong_pieces_names_each_and_still_trains(tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
@@ -387,6 +388,7 @@ def test_the_seed_spread_holds_notebook_08s_sentences():
     assert "The notebook uses seed 1, one of the seven" in text
 
 
+@pytest.mark.slow
 def test_notebook_08s_run_at_other_lengths_is_what_its_try_this_says():
     # 08's path with the reference pieces, as the notebook trains it (seed 1)
     torch.manual_seed(1)

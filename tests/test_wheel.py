@@ -144,11 +144,13 @@ def under(path: str | None, folder: Path) -> bool:
     return path is not None and Path(path).resolve().is_relative_to(folder.resolve())
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_file_of_the_package(wheel):
     problems = wheel_problems(zipfile.ZipFile(wheel).namelist(), package_files())
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.slow
 def test_minitf_comes_from_the_install_and_the_repository_is_not_importable(installed):
     report, site = installed["report"], installed["site"]
     assert under(report["file"], site) and not under(report["file"], ROOT)

@@ -75,6 +75,7 @@ def test_base_and_pair_sliders_change_what_is_drawn(explorer):
     assert explorer.redraws == 3
 
 
+@pytest.mark.slow
 def test_head_dim_2_has_one_frequency_whatever_the_base():
     e = RopeExplorer(head_dim=2)
     assert e.pair.disabled and e.pair.max == 0

@@ -5,7 +5,7 @@ float32 results differ in their last bits between instruction sets, thread count
 the same instruction set (AMD against Intel AVX-512). Over hundreds of training steps such a
 difference grows until a discrete outcome — the step a run stops at, a threshold crossed by step N —
 can flip. One machine cannot run another's kernels, but it can start a trajectory one ulp away: each
-weight is multiplied by 1 ± ε (ε = the dtype's machine epsilon, 2⁻²³ in float32) with a sign drawn
+randomly drawn weight is multiplied by 1 ± ε (ε = the dtype's machine epsilon, 2⁻²³ in float32) with a sign drawn
 from SEED. A claim that survives two seeds of this survives the learner's CPU; `make test-perturbed`
 and CI run the suite so. Unset (the default), nothing changes.
 """
@@ -32,13 +32,13 @@ def perturbation_seed() -> int | None:
 
 @torch.no_grad()
 def perturb_weights(model: nn.Module, seed: int) -> nn.Module:
-    """Multiply every floating-point parameter by 1 ± ε, the signs drawn from `seed` by a generator
+    """Multiply every randomly drawn parameter by 1 ± ε, the signs drawn from `seed` by a generator
     of its own: the caller's random state is left exactly as it was, so everything drawn after the
     model (batches, dropout) is the same as in an unperturbed run."""
     generator = torch.Generator().manual_seed(seed)
     for p in model.parameters():
-        if not p.is_floating_point():
-            continue
+        if not p.is_floating_point() or p.numel() == 0 or bool((p == p.reshape(-1)[0]).all()):
+            continue  # a constant (LayerNorm's ones, a zero-initialised projection) is exact on every CPU
         sign = torch.randint(0, 2, p.shape, generator=generator).to(p.dtype) * 2 - 1
         p.mul_(1 + sign.to(p.device) * torch.finfo(p.dtype).eps)
     return model
