@@ -16,7 +16,7 @@ import the core, never one another or a door (tests/test_architecture.py holds t
 """
 from .core.attention import MultiHeadAttention, attention, causal_mask
 from .core.baselines import Baselines, baseline_losses
-from .core.checkpoint import CheckpointError, load, save
+from .core.checkpoint import CheckpointError, checkpoint_pairs, load, save
 from .core.config import Config, seed_dropout
 from .core.data import (DataError, Pair, ReadReport, TASKS, make_batch, make_pairs, read_pairs,
                         sequence, shift_bytes, write_pairs)

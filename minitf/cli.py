@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import __version__
 from .core import recipes
-from .core.checkpoint import CheckpointError, load, save, train_state
+from .core.checkpoint import PAIRS, CheckpointError, load, save, train_state
 from .core.config import PRESETS, Config
 from .core.data import (TASKS, DataError, iter_pairs, make_splits, parse_line, read_pairs,
                         write_pairs)
@@ -220,12 +220,18 @@ def max_len(args) -> int:
     return args.context if getattr(args, "text", None) else 128
 
 
+def split_args(args) -> dict:
+    """data.make_splits's arguments for the pairs `train` generates (a checkpoint trained on
+    generated pairs records them: core.checkpoint.checkpoint_pairs makes the same pairs again)."""
+    return {"task": args.task, "n_train": args.n_train, "n_val": 0 if args.val else args.n_val,
+            "seed": args.seed, "max_len": args.pair_len, "repeats": args.repeats,
+            "val_repeats": args.val_repeats}
+
+
 def train_val_pairs(args):
     """The pairs `train` uses: the --train/--val files, or generated ones (data.make_splits)."""
     given = read_pairs_arg(args.train, args) if args.train else None
-    train_pairs, val_pairs = make_splits(args.task, args.n_train, 0 if args.val else args.n_val,
-                                         args.seed, max_len=args.pair_len, repeats=args.repeats,
-                                         val_repeats=args.val_repeats, train=given)
+    train_pairs, val_pairs = make_splits(**split_args(args), train=given)
     return train_pairs, (read_pairs_arg(args.val, args) if args.val else val_pairs)
 
 
@@ -344,7 +350,8 @@ def save_run(model, args, hist, run: dict, partial: dict | None = None) -> None:
     how it was saved; the file then also holds the training state that --resume goes on from.
     --out was checked before training (free, or --force, or this run's own file): replace it."""
     final = hist.last_val()
-    kind = {"text": args.text, "context": args.context} if args.text else {}
+    kind = ({"text": args.text, "context": args.context} if args.text
+            else {} if args.train else {PAIRS: split_args(args)})
     every = LOSS_CURVE_EVERY
     curve = [round(sum(hist.loss[i:i + every]) / len(hist.loss[i:i + every]), 4)
              for i in range(0, len(hist.loss), every)]
@@ -892,19 +899,3 @@ def run(argv: list[str]) -> int:
         if e.filename is None:
             raise
         return fail(f"{e.filename}: {(e.strerror or str(e)).lower()}")
-
-
-# ---- The data a shipped checkpoint was trained on, for notebooks that must leave it out.
-
-def checkpoint_pairs(model, n_val: int | None = None):
-    """(training pairs, held-out pairs) exactly as the command in `model.metadata` made them:
-    the same task, seed, size and repeats. `n_val` asks for another number of held-out pairs (none
-    of them a training input). For checkpoints trained on generated pairs only."""
-    argv = shlex.split(model.metadata["command"])[3:]          # after "python -m minitf"
-    args = parser().parse_args(argv)
-    if getattr(args, "recipe", None):
-        args, _ = with_recipe(args.recipe, argv)
-    if args.command != "train" or args.train or getattr(args, "text", None):
-        raise ValueError(f"{model.metadata['command']!r} did not train on generated pairs")
-    return make_splits(args.task, args.n_train, args.n_val if n_val is None else n_val, args.seed,
-                       max_len=args.pair_len, repeats=args.repeats, val_repeats=args.val_repeats)
