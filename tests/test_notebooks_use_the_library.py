@@ -1,5 +1,5 @@
-"""The notebooks use the library, not the command line's internals: the CLI is a door onto
-minitf, and a lesson that imports it breaks whenever a flag is renamed."""
+"""The notebooks use the library: they import no command-line internals (the CLI is a door onto
+minitf, and a lesson that imports it breaks when a flag is renamed) and print no library source."""
 import json
 import re
 
@@ -17,3 +17,10 @@ def test_no_notebook_imports_the_cli(path):
     found = re.findall(r"^.*\b(?:from\s+minitf\.cli\s+import|import\s+minitf\.cli|from\s+minitf\s+import\s+[^\n]*\bcli\b|minitf\.cli\.)\b.*$",
                        code, re.MULTILINE)
     assert not found, f"{path.name} uses minitf.cli: {found}"
+
+
+@pytest.mark.parametrize("name", ["02_rope.ipynb", "05_training_base64_pairs.ipynb"])
+def test_a_notebook_points_to_library_code_instead_of_printing_it(name):
+    """Printed source right below an exercise is its answer; a module path is a pointer."""
+    text = (ROOT / "notebooks" / name).read_text()
+    assert "getsource" not in text and "import inspect" not in text
