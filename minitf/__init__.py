@@ -43,7 +43,7 @@ from .views.trace import Trace, trace
 # modules the notebooks reach as attributes (`minitf.parts.check`, `minitf.results.load_ablation`)
 from . import notebook
 from .core import baselines, data, devices, flops, norms, origami, rope
-from .course import exercises, parts, solutions
+from .course import exercises, head_census, parts, solutions
 from .course import training_parts  # notebook 08: your loss, step, schedule, AdamW and loop
 from .course import exercises as workbook  # the name notebooks written before the wings use
 from .experiments import results, smallest
