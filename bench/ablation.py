@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from minitf import Config, Transformer, count_parameters, evaluate, make_pairs, train  # noqa: E402
 from minitf.core.baselines import baseline_losses  # noqa: E402
 from minitf.experiments.results import Ablation  # noqa: E402
-from store import SPEC, Store, out_folder, spec_hash  # noqa: E402
+from store import SPEC, Store, config_spec, out_folder, spec_hash  # noqa: E402
 
 TASKS = ("copy", "shift")
 MAX_LEN = 5
@@ -115,8 +115,10 @@ def run_one(config: Config, train_pairs, held_out, s: dict, seed: int) -> dict:
 
 
 def spec_of(task: str, variant: str, config: dict | None, settings: dict | None, seed: int) -> dict:
-    """Everything that decides one run of the ladder (bench/store.py keys the run by its hash)."""
-    return {"task": task, "variant": variant, "config": config, "settings": settings, "seed": seed}
+    """Everything that decides one run of the ladder (bench/store.py keys the run by its hash);
+    config: Config.to_dict() as stored (a field Config gained since is at its default)."""
+    return {"task": task, "variant": variant, "settings": settings, "seed": seed,
+            "config": None if config is None else config_spec(Config.from_dict(config))}
 
 
 def main(argv=None) -> int:

@@ -43,7 +43,7 @@ import minitf  # noqa: E402
 from minitf.core.flops import flops_per_token  # noqa: E402
 from minitf.core.model import count_parameters  # noqa: E402
 import lm_growth as G  # noqa: E402
-from store import Store, out_folder  # noqa: E402
+from store import Store, config_spec, out_folder  # noqa: E402
 
 SIZES = {"4L d64 (target)": None, "2L d64": "L2", "1L d64": "L1", "4L d32": "d32"}
 BUDGETS = [0.5, 1.0, 1.4]
@@ -90,7 +90,7 @@ def run_spec(name: str, arm: dict | None, seed: int, lr: float, steps: int) -> d
     """Everything that decides one run (bench/store.py keys it by its hash): lm_growth's run of this
     arm, with the configs it names written out, so a changed size is trained again."""
     small = (arm or {}).get("small")
-    return {"name": name, "arm": arm, "config": (G.SMALL[small] if small else G.TARGET).to_dict(),
+    return {"name": name, "arm": arm, "config": config_spec(G.SMALL[small] if small else G.TARGET),
             "seed": seed, "lr": lr, "steps": steps, "windows": G.EVAL_WINDOWS}
 
 

@@ -33,6 +33,14 @@ def spec_hash(spec) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def config_spec(config) -> dict:
+    """A Config in a spec: only its fields that differ from Config()'s, so a field added to Config
+    later (at its default, the same model) changes no spec and re-runs nothing."""
+    from minitf import Config
+    default = Config().to_dict()
+    return {k: v for k, v in config.to_dict().items() if k not in default or default[k] != v}
+
+
 def out_folder(study: str, out: Path | None, quick: bool) -> Path:
     """Where a study writes: --out, else /tmp/minitf-bench-<study> for --quick, else the stored folder."""
     folder = Path(out) if out else Path(f"/tmp/minitf-bench-{study}") if quick else STORED
