@@ -1,5 +1,6 @@
 """bench/store.py, the one resumable store of the bench studies: a done run is skipped, a changed
 spec runs again, a write never leaves half a file, and runs stored before the hash are recognised."""
+import importlib
 import importlib.util
 import json
 import sys
@@ -100,3 +101,28 @@ def test_a_quick_run_starts_afresh_and_out_is_a_folder(tmp_path):
     assert store_module.out_folder("study", tmp_path / "new", quick=True) == tmp_path / "new"
     assert (tmp_path / "new").is_dir()
     assert store_module.out_folder("study", None, quick=False) == ROOT / "minitf" / "experiments" / "stored"
+
+
+STUDIES = {"ablation": ["run_one"], "length_study": ["run_one"], "tiny_sweep": ["run_one"],
+           "lm_fast": ["run_arm", "reference"], "lm_growth": ["run"], "lm_envelope": []}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_resuming_a_stored_study_trains_nothing_again(study, tmp_path, monkeypatch):
+    """Every stored run is recognised as done by the study's current arms (the specs match): a
+    study whose arms drifted from its stored result would re-train here instead."""
+    import shutil
+    for f in (ROOT / "minitf" / "experiments" / "stored").glob("*.json"):
+        shutil.copy(f, tmp_path / f.name)
+    module = importlib.import_module(study)
+
+    def trained(*args, **kwargs):
+        raise AssertionError(f"{study}: a stored run would be trained again")
+    for name in STUDIES[study]:
+        monkeypatch.setattr(module, name, trained)
+    if study == "lm_envelope":
+        monkeypatch.setattr(module.G, "run", trained)
+    before = json.loads((tmp_path / f"{study}.json").read_text())["runs"]
+    assert module.main(["--out", str(tmp_path)]) == 0
+    assert len(json.loads((tmp_path / f"{study}.json").read_text())["runs"]) == len(before)
