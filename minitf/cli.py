@@ -677,7 +677,7 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_data_make)
 
     t = sub.add_parser("train", help="train a model and save a checkpoint",
-                       epilog=recipes.help_text(), formatter_class=HelpFormatter)
+                       epilog=recipes_help(), formatter_class=HelpFormatter)
     t.add_argument("--text", help="train a language model on this file (any bytes; first 90 %% "
                    "trains, last 10 %% validates) instead of on pairs")
     t.add_argument("--context", type=int, default=64, help="with --text: bytes per training window")
@@ -835,18 +835,58 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def flag_words(values: dict) -> list[str]:
+    """`train` settings by argparse name (a recipe's values) as flags: n_train 10000 → --n-train
+    10000, a switch set True → --tie-embeddings, a list → one flag followed by its values."""
+    words = []
+    for name, value in values.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            words += [flag] if value else []
+        else:
+            words += [flag, *map(str, value if isinstance(value, list) else [value])]
+    return words
+
+
+def recipes_help() -> str:
+    """The recipes as `train --help` lists them: each one's description and its flags."""
+    lines = ["recipes (--recipe NAME; flags given on the command line override the recipe's):"]
+    for r in recipes.RECIPES.values():
+        lines += textwrap.wrap(r.description, 92, initial_indent=f"  {r.name}: ",
+                               subsequent_indent="      ", break_on_hyphens=False)
+        lines += textwrap.wrap(shlex.join(flag_words(r.values)), 92, initial_indent="      = ",
+                               subsequent_indent="        ", break_on_hyphens=False)
+    return "\n".join(lines)
+
+
+def recipe_expanded(name: str, argv: list[str], given: set[str]) -> list[str]:
+    """The `train` words a recipe run stands for: the recipe's flags that were not given on the
+    command line (`given`: their argparse dests), then `argv` (without `--recipe NAME`)."""
+    kept = flag_words({k: v for k, v in recipes.get(name).values.items() if k not in given})
+    rest, skip = [], False
+    for w in argv:
+        option = w.split("=")[0]
+        if skip:
+            skip = False
+        elif len(option) > 4 and "--recipe".startswith(option):  # argparse takes --rec for --recipe
+            skip = "=" not in w
+        else:
+            rest.append(w)
+    return kept + rest
+
+
 def with_recipe(name: str, argv: list[str]):
     """`train --recipe NAME …` parsed again with the recipe's flags as defaults (flags given on the
-    command line win), and the words of the same command written out in full (recipes.expand)."""
+    command line win), and the words of the same command written out in full (recipe_expanded)."""
     recipe = recipes.get(name)
-    flags = vars(parser().parse_args(["train", *recipe.words(), "--out", "-"]))  # typed and checked
-    defaults = {dest: flags[dest] for dest in recipe.dests()}
+    flags = vars(parser().parse_args(["train", *flag_words(recipe.values), "--out", "-"]))  # typed and checked
+    defaults = {dest: flags[dest] for dest in recipe.values}
     args = parser(defaults).parse_args(argv)
     unset = object()  # which of the recipe's flags were given: those that do not come back unset
     marked = parser(dict.fromkeys(defaults, unset)).parse_args(argv)
     given = {dest for dest in defaults if getattr(marked, dest) is not unset}
     start = argv.index("train") + 1
-    return args, [*argv[:start], *recipes.expand(name, argv[start:], given)]
+    return args, [*argv[:start], *recipe_expanded(name, argv[start:], given)]
 
 
 def main(argv=None) -> int:
