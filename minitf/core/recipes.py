@@ -32,8 +32,8 @@ RECIPES = {r.name: r for r in [
            "the fastest to >= 99.8 % exact match on 1,000 fresh held-out shift pairs (a third with "
            "repeated bytes): coupled position ids, 1 layer, 29,408 parameters; stops at its first "
            "evaluation that reaches it (step 150-200; 8-12 s from start to checkpoint here)"),
-    # the smallest solver: the flags of data/checkpoints/shift_smallest.pt (issue 14's sweep,
-    # bench/tiny_sweep.py); tests/test_recipes.py checks that they are its recorded command
+    # the smallest solver: the settings of data/checkpoints/shift_smallest.pt (the sweep of
+    # bench/tiny_sweep.py); tests/test_notebook_claims_11.py checks that they are its recorded command
     Recipe("shift-smallest",
            {"task": "shift", "repeats": 0.33, "d_model": 6, "n_heads": 1, "n_layers": 1,
             "norm_position": "pre", "dropout": 0.0, "rope_base": 20.0, "position_ids": "coupled",
@@ -42,7 +42,7 @@ RECIPES = {r.name: r for r in [
            "the smallest model measured to solve shift (data/checkpoints/shift_smallest.pt, "
            "notebook 11): 1,984 parameters, one layer of one attention head and no FFN, coupled "
            "position ids, tied head; 3,000 steps (about 100 s here)"),
-    # issue 23: trained on inputs of 1-12 bytes, right on 13-24 too (bench/length_study.py, arm
+    # length generalisation: trained on 1-12 bytes, right on 13-24 too (bench/length_study.py, arm
     # "fast, ω=2π/27"); data/checkpoints/shift_long.pt is its run, tests/test_length.py checks it
     Recipe("shift-long",
            {"task": "shift", "n_train": 10000, "repeats": 0.33, "position_ids": "coupled",
@@ -75,7 +75,7 @@ RECIPES = {r.name: r for r in [
             "lr": 3e-3, "steps": 800, "seed": 0},
            "RECIPE.md's language model on tiny Shakespeare: 233,088 parameters, 800 steps, "
            "about 1.77 nats per byte after about 65 s of CPU"),
-    # issue 24: the fastest measured to nanoGPT's CPU mark (1.89 nats per byte on the last 10 %);
+    # the fastest measured to nanoGPT's CPU mark (1.89 nats per byte on the last 10 %);
     # bench/lm_fast.py's arm "lm-fast" (its FAST), data/checkpoints/lm_fast.pt is its seed-0 run
     Recipe("lm-fast",
            {"text": "data/text/tinyshakespeare.txt", "context": 64, "d_model": 64, "n_heads": 4,
@@ -85,7 +85,7 @@ RECIPES = {r.name: r for r in [
            "the language model fastest to nanoGPT's CPU mark (<= 1.89 nats per byte on the last "
            "10 % of tiny Shakespeare): 2 layers with QK-norm, Muon for the blocks' matrices, a "
            "warm-up-stable-decay schedule; 133,184 parameters, 340 steps (about 10 s of CPU here)"),
-    # issue 24's second ask: as low as it goes in about nanoGPT's CPU time (87 s): lm-fast's
+    # as low as it goes in about nanoGPT's CPU time (87 s): lm-fast's
     # training with 4 layers and 1,700 steps; RECIPE.md gives its 3 seeds (not tuned further)
     Recipe("lm-long",
            {"text": "data/text/tinyshakespeare.txt", "context": 64, "d_model": 64, "n_heads": 4,
