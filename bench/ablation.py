@@ -1,7 +1,7 @@
 """The ablation ladder: what each component of the Transformer buys, measured on copy and shift.
 
     python bench/ablation.py            # the stored result: minitf/experiments/stored/ablation.{json,md}
-    python bench/ablation.py --quick    # a smoke run in seconds (writes to /tmp unless --out)
+    python bench/ablation.py --quick    # a smoke run in seconds (to /tmp/minitf-bench-ablation unless --out)
     python bench/ablation.py --tasks shift --seeds 0    # a part; stored runs are kept
 
 The whole ladder: 102 runs, about 18 min of CPU time on one thread of a loaded 2-core machine.
@@ -17,14 +17,14 @@ max_len=5, repeats=0.33)`: a third of the inputs from a 2–6 byte sub-alphabet,
 and 500 fresh held-out pairs (seed 2000, the same mix of repeats) none of whose inputs occur in
 training. Inputs are 1–5 printable bytes.
 
-Resumable: runs already in the json are skipped (same task, variant, random seed, training
-settings and variant config), so an interrupted ladder continues where it stopped. The markdown
-is rendered from the json with `minitf.results` (the loader the notebooks use).
+Resumable (bench/store.py): a run already in the json with the same spec (task, variant, random
+seed, training settings and variant config) is skipped, so an interrupted ladder continues where it
+stopped, and a variant whose config changed is trained again. The markdown is rendered from the
+json with `minitf.results` (the loader the notebooks use).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from minitf import Config, Transformer, count_parameters, evaluate, make_pairs, train  # noqa: E402
 from minitf.core.baselines import baseline_losses  # noqa: E402
-from minitf.core.files import atomic_write  # noqa: E402
 from minitf.experiments.results import Ablation  # noqa: E402
+from store import SPEC, Store, config_spec, out_folder, spec_hash  # noqa: E402
 
 TASKS = ("copy", "shift")
 MAX_LEN = 5
@@ -114,20 +114,18 @@ def run_one(config: Config, train_pairs, held_out, s: dict, seed: int) -> dict:
             "train_loss_curve": curve}
 
 
-def save(out: Path, doc: dict) -> None:
-    text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
-
-    def write(tmp):
-        Path(tmp).write_text(text)
-
-    atomic_write(out, write, overwrite=True)
+def spec_of(task: str, variant: str, config: dict | None, settings: dict | None, seed: int) -> dict:
+    """Everything that decides one run of the ladder (bench/store.py keys the run by its hash);
+    config: Config.to_dict() as stored (a field Config gained since is at its default)."""
+    return {"task": task, "variant": variant, "settings": settings, "seed": seed,
+            "config": None if config is None else config_spec(Config.from_dict(config))}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a smoke run: few steps and pairs, one seed")
-    p.add_argument("--out", type=Path, help="the json (default: minitf/experiments/stored/ablation.json; "
-                                            "/tmp/ablation_quick.json with --quick)")
+    p.add_argument("--out", type=Path, help="the folder for ablation.json and .md (default: "
+                   "minitf/experiments/stored; /tmp/minitf-bench-ablation with --quick)")
     p.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     p.add_argument("--variants", nargs="+", choices=list(VARIANTS), help="only these variants")
     p.add_argument("--seeds", type=int, nargs="+", help=f"random seeds (default {list(SEEDS)})")
@@ -136,12 +134,15 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     s = QUICK if args.quick else SETTINGS
     seeds = args.seeds or ((0,) if args.quick else SEEDS)
-    out = args.out or (Path("/tmp/ablation_quick.json") if args.quick else ROOT / "minitf/experiments/stored/ablation.json")
-    doc = json.loads(out.read_text()) if out.exists() and not args.quick else {}  # a smoke run starts afresh
-    stored = doc.get("variants", {})  # a variant whose config changed since is run again
-    changed = {name for name, v in stored.items()
-               if name not in VARIANTS or v["config"] != VARIANTS[name][0].to_dict()}
-    doc["runs"] = [r for r in doc.get("runs", []) if r["variant"] not in changed]
+    store = Store(out_folder("ablation", args.out, args.quick), "ablation", fresh=args.quick)
+    doc = store.doc
+    stored = doc.get("variants", {})  # the variants' configs the stored runs were trained with
+    for r in doc.get("runs", []):  # a run stored before bench/store.py: its spec from its fields
+        r.setdefault(SPEC, spec_hash(spec_of(r["task"], r["variant"], stored.get(r["variant"], {}).get("config"),
+                                             r.get("settings"), r["seed"])))
+    # a run of a variant whose config has changed since is dropped (and, if asked for, run again)
+    doc["runs"] = [r for r in doc.get("runs", []) if r["variant"] in VARIANTS and r[SPEC] == spec_hash(
+        spec_of(r["task"], r["variant"], VARIANTS[r["variant"]][0].to_dict(), r.get("settings"), r["seed"]))]
     doc.update({"what": __doc__.split("\n")[0], "settings": s, "threads": args.threads,
                 "machine": {"python": platform.python_version(), "torch": torch.__version__,
                             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
@@ -151,7 +152,6 @@ def main(argv=None) -> int:
                 "rungs": RUNGS})
     doc.setdefault("baselines", {})
     runs = doc["runs"]
-    done = {(r["task"], r["variant"], r["seed"]) for r in runs if r.get("settings") == s}
     names = args.variants or list(VARIANTS)
     start, before = time.perf_counter(), len(runs)
     for task in args.tasks:
@@ -162,21 +162,20 @@ def main(argv=None) -> int:
                                   "held_out_pairs": b.n_pairs, "held_out_targets": b.n_targets}
         for name in names:
             for seed in seeds:
-                if (task, name, seed) in done:
+                spec = spec_of(task, name, VARIANTS[name][0].to_dict(), s, seed)
+                record, new = store.run(
+                    runs, spec, lambda: {"task": task, "variant": name, "seed": seed, "settings": s,
+                                         **run_one(VARIANTS[name][0], train_pairs, held_out, s, seed)})
+                if not new:
                     continue
-                result = run_one(VARIANTS[name][0], train_pairs, held_out, s, seed)
-                runs.append({"task": task, "variant": name, "seed": seed, "settings": s, **result})
-                save(out, doc)
+                result = record
                 print(f"{time.perf_counter() - start:6.0f} s  {task:5s} {name:16s} seed {seed}: "
                       f"exact {result['exact_match']:.3f} loss {result['loss']:.3f} "
                       f"({result['train_seconds']:.1f} s, cpu {result['train_cpu_seconds']:.1f} s)", flush=True)
     if len(runs) > before or "date" not in doc:  # the date of the last training, not of a re-render
         doc["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    save(out, doc)
-    ladder = Ablation.from_dict(doc)
-    md = out.with_suffix(".md")
-    md.write_text(ladder.markdown(command="python bench/ablation.py") + "\n")
-    print(f"wrote {out} and {md}")
+    store.save(Ablation.from_dict(doc).markdown(command="python bench/ablation.py"))
+    print(f"wrote {store.path} and {store.markdown_path}")
     return 0
 
 

@@ -1,11 +1,11 @@
 """Length generalisation on shift: trained on inputs of 1-12 bytes, right on 13-24? (issue 23, item 3)
 
     python bench/length_study.py            # the stored result: minitf/experiments/stored/length_study.{json,md}
-    python bench/length_study.py --quick    # a smoke run in under a minute (writes to /tmp unless --out)
+    python bench/length_study.py --quick    # a smoke run in under a minute (to /tmp/minitf-bench-length_study unless --out)
     python bench/length_study.py --only fast "fast + offset 12"   # some arms only (others kept)
 
-Resumable: runs already in the json (same arm, seed, config and settings) are skipped, so an
-interrupted study continues where it stopped.
+Resumable (bench/store.py): a run already in the json with the same spec (config, settings and
+seed) is skipped, so an interrupted study continues where it stopped; a changed arm is run again.
 
 Every run trains like `python -m minitf train --task shift --repeats 0.33 --seed S` (torch.manual_seed(S),
 then the model, then minitf.train): generated pairs with inputs of 1-12 printable bytes, a third of
@@ -28,7 +28,6 @@ Arms: the shift-fast layout (coupled ids, 1 pre-norm layer, d_model 32, 2 heads 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -45,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from minitf import Config, Transformer, count_parameters, make_pairs, train  # noqa: E402
 from minitf.core.data import make_splits  # noqa: E402
 from minitf.core.evaluate import exact_match_by_length  # noqa: E402
-from minitf.core.files import atomic_write  # noqa: E402
+from store import Store, out_folder  # noqa: E402
 
 BUCKETS = ((1, 12), (13, 16), (17, 20), (21, 24))
 SETTINGS = {"train_pairs": 10000, "repeats": 0.33, "steps": 600, "batch_size": 64, "lr": 1e-2,
@@ -199,15 +198,14 @@ def main(argv=None) -> int:
     p.add_argument("--only", nargs="+", default=None, metavar="ARM", help="run these arms only")
     p.add_argument("--seeds", type=int, nargs="+", default=None)
     p.add_argument("--out", type=Path, default=None,
-                   help="json path (default minitf/experiments/stored/length_study.json, "
-                   "/tmp/length_study_quick.json with --quick)")
+                   help="the folder for length_study.json and .md (default minitf/experiments/stored, "
+                   "/tmp/minitf-bench-length_study with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     base = QUICK if args.quick else SETTINGS
     seeds = tuple(args.seeds or ((0,) if args.quick else SEEDS))
-    out = args.out or (Path("/tmp/length_study_quick.json") if args.quick
-                       else ROOT / "minitf/experiments/stored/length_study.json")
-    doc = json.loads(out.read_text()) if out.exists() and not args.quick else {}
+    store = Store(out_folder("length_study", args.out, args.quick), "length_study", fresh=args.quick)
+    doc = store.doc
     doc.update({"command": "python bench/length_study.py" + (" --quick" if args.quick else ""),
                 "settings": base, "buckets": [f"{lo}-{hi}" for lo, hi in BUCKETS],
                 "machine": f"{platform.machine()}, torch {torch.__version__}, 1 thread",
@@ -220,24 +218,20 @@ def main(argv=None) -> int:
         p.error(f"unknown arms {sorted(unknown)}; choose from {list(ARMS)}")
 
     def save():
-        atomic_write(out, lambda tmp: Path(tmp).write_text(json.dumps(doc, indent=1)), overwrite=True)
-        out.with_suffix(".md").write_text(render(doc))
+        store.save(render(doc))
 
     for name, (fields, changed, what) in arms.items():
         s = {**base, **(changed if not args.quick else {})}
         fields = {k: (list(v) if isinstance(v, tuple) else v) for k, v in fields.items()}
         keys = []
         for seed in seeds:
-            key = f"{name}/seed{seed}"
-            old = doc["runs"].get(key)
-            if old is None or old["config"] != fields or old["settings"] != s:
-                t0 = time.perf_counter()
-                doc["runs"][key] = {"config": fields, "settings": s, "seed": seed,
-                                    **run_one(fields, s, seed)}
-                r = doc["runs"][key]
+            key, t0 = f"{name}/seed{seed}", time.perf_counter()
+            spec = {"config": fields, "settings": s, "seed": seed}
+            r, new = store.run(doc["runs"], spec, lambda: {**spec, **run_one(fields, s, seed)}, key=key,
+                               legacy=lambda old: {k: old[k] for k in spec}, markdown=lambda: render(doc))
+            if new:
                 print(f"{key}: {r['params']:,} params, {r['buckets']}, "
                       f"{time.perf_counter() - t0:.0f} s", flush=True)
-                save()
             keys.append(key)
         doc["arms"][name] = {"what": what, "config": fields, "steps": s["steps"],
                              "train_pairs": s["train_pairs"], "runs": keys,
@@ -245,7 +239,7 @@ def main(argv=None) -> int:
         save()
     doc["arms"] = {n: doc["arms"][n] for n in list(ARMS) + list(doc["arms"]) if n in doc["arms"]}
     save()
-    print(f"wrote {out} and {out.with_suffix('.md')}")
+    print(f"wrote {store.path} and {store.markdown_path}")
     return 0
 
 

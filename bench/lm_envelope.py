@@ -1,7 +1,8 @@
 """The iso-FLOP envelope of the language model, and lm_growth's arms re-scored against it.
 
-    python bench/lm_envelope.py           # the stored result (resumable: finished runs are kept;
-                                          # the 9 growth runs into 4L d32 take ~6 min of one core)
+    python bench/lm_envelope.py           # the stored result (resumable: finished runs are kept and
+                                          # changed ones run again, bench/store.py; the 9 growth
+                                          # runs into 4L d32 take ~6 min of one core)
     python bench/lm_envelope.py --quick   # a smoke run, a few steps each, to /tmp
 
 bench/lm_growth.py judges growth against one fixed model, RECIPE.md's 4-layer d_model-64 target
@@ -42,6 +43,7 @@ import minitf  # noqa: E402
 from minitf.core.flops import flops_per_token  # noqa: E402
 from minitf.core.model import count_parameters  # noqa: E402
 import lm_growth as G  # noqa: E402
+from store import Store, config_spec, out_folder  # noqa: E402
 
 SIZES = {"4L d64 (target)": None, "2L d64": "L2", "1L d64": "L1", "4L d32": "d32"}
 BUDGETS = [0.5, 1.0, 1.4]
@@ -84,19 +86,27 @@ def compute_for(env: dict, loss: float) -> tuple[float | None, str]:
     return None, "above"
 
 
+def run_spec(name: str, arm: dict | None, seed: int, lr: float, steps: int) -> dict:
+    """Everything that decides one run (bench/store.py keys it by its hash): lm_growth's run of this
+    arm, with the configs it names written out, so a changed size is trained again."""
+    small = (arm or {}).get("small")
+    return {"name": name, "arm": arm, "config": config_spec(G.SMALL[small] if small else G.TARGET),
+            "seed": seed, "lr": lr, "steps": steps, "windows": G.EVAL_WINDOWS}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true")
     p.add_argument("--seeds", type=int, nargs="*", default=SEEDS)
     p.add_argument("--growth-seeds", type=int, nargs="*", default=INTO_BEST_SEEDS,
                    help="seeds of the arms that grow into 4L d32")
-    p.add_argument("--out", type=Path, default=ROOT / "minitf" / "experiments" / "stored")
+    p.add_argument("--out", type=Path, default=None, help="the folder for lm_envelope.json and .md "
+                   "(default minitf/experiments/stored, /tmp/minitf-bench-lm_envelope with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    out = Path("/tmp/minitf-bench-envelope") if args.quick else args.out
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "lm_envelope.json"
-    result = json.loads(path.read_text()) if path.exists() and not args.quick else {"runs": {}}
+    store = Store(out_folder("lm_envelope", args.out, args.quick), "lm_envelope", fresh=args.quick)
+    result = store.doc
+    result.setdefault("runs", {})
     growth = json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_growth.json").read_text())
     lr, steps = growth["lr"], (6 if args.quick else growth["budget_steps"])
     text = minitf.read_text(G.TEXT, G.CONTEXT)
@@ -104,28 +114,35 @@ def main(argv=None) -> int:
         for size in SIZES:
             for b in BUDGETS:
                 k = f"{size} | budget {b} | seed {seed}"
-                if k in result["runs"]:
-                    continue
                 if SIZES[size] is None and b in (0.7, 1.0):
                     continue  # lm_growth's scratch
                 arm = {"budget": b, **({"small": SIZES[size]} if SIZES[size] else {})}
-                r = G.run(size, arm, seed, lr, steps, text, [1.0], G.EVAL_WINDOWS)
-                r.pop("curve")
-                result["runs"][k] = {"size": size, "budget": b, "seed": seed, **r}
-                print(f"{k}: {r['final_val_loss']:.4f} in {r['cpu_s']:.1f} s CPU", flush=True)
-                path.write_text(json.dumps(result, indent=1) + "\n")
+
+                def measure(size=size, arm=arm, seed=seed, b=b):
+                    r = G.run(size, arm, seed, lr, steps, text, [1.0], G.EVAL_WINDOWS)
+                    r.pop("curve")
+                    return {"size": size, "budget": b, "seed": seed, **r}
+                r, new = store.run(result["runs"], run_spec(size, arm, seed, lr, steps), measure, key=k,
+                                   legacy=lambda old: run_spec(old["size"], {"budget": old["budget"], **(
+                                       {"small": SIZES[old["size"]]} if SIZES.get(old["size"]) else {})},
+                                       old["seed"], old["lr"], old["budget_steps"]))
+                if new:
+                    print(f"{k}: {r['final_val_loss']:.4f} in {r['cpu_s']:.1f} s CPU", flush=True)
     grown = result.setdefault("into_best_runs", {})
     for seed in args.growth_seeds:  # every arm on one seed first, so a partial run covers both
         for name, arm in INTO_BEST.items():
             k = f"{name} | seed {seed}"
-            if k in grown:
-                continue
-            r = G.run(name, arm, seed, lr, steps, text, [1.0], G.EVAL_WINDOWS)
-            r.pop("curve")
-            grown[k] = r
-            print(f"{k}: {r['final_val_loss']:.4f} in {r['cpu_s']:.1f} s CPU, {r['steps']} steps "
-                  f"({r['small_steps']} small)", flush=True)
-            path.write_text(json.dumps(result, indent=1) + "\n")
+
+            def measure(name=name, arm=arm, seed=seed):
+                r = G.run(name, arm, seed, lr, steps, text, [1.0], G.EVAL_WINDOWS)
+                r.pop("curve")
+                return r
+            r, new = store.run(grown, run_spec(name, arm, seed, lr, steps), measure, key=k,
+                               legacy=lambda old: run_spec(old["arm"], INTO_BEST.get(old["arm"]), old["seed"],
+                                                           old["lr"], old["budget_steps"]))
+            if new:
+                print(f"{k}: {r['final_val_loss']:.4f} in {r['cpu_s']:.1f} s CPU, {r['steps']} steps "
+                      f"({r['small_steps']} small)", flush=True)
     # the points: size → budget → final losses (the target at 0.7 and 1.0 from lm_growth)
     points: dict = {}
     for r in result["runs"].values():
@@ -179,8 +196,7 @@ def main(argv=None) -> int:
                    "points": {s: {str(b): v for b, v in sorted(bs.items())} for s, bs in points.items()},
                    "envelope": {str(b): list(v) for b, v in env.items()}, "rescored": rescored,
                    "into_best": into_best})
-    path.write_text(json.dumps(result, indent=1) + "\n")
-    (out / "lm_envelope.md").write_text(report(result) + "\n")
+    store.save(report(result))
     print(report(result))
     return 0
 

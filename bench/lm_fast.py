@@ -1,7 +1,8 @@
 """The fast language-model recipe (`--recipe lm-fast`): what each trick buys, and its time beside the
 nanoGPT-style reference measured in the same run.
 
-    python bench/lm_fast.py                  # the stored ablation (resumable: finished runs are kept)
+    python bench/lm_fast.py                  # the stored ablation (resumable: finished runs are kept,
+                                             # a changed arm is run again: bench/store.py)
     python bench/lm_fast.py --quick          # a smoke run of every arm, a few steps each, to /tmp
     python bench/lm_fast.py --arms NAME ...  # only these arms (exploration)
 
@@ -32,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import minitf  # noqa: E402
 from minitf.core.train import make_lm_optimizer  # noqa: E402
 from lm import TEXT, run_reference, val_loss  # noqa: E402
+from store import Store, out_folder  # noqa: E402
 
 TARGET = 1.89  # nats per byte: nanoGPT's CPU quick-start, scored by our evaluator (issue 24)
 CONTEXT = 64
@@ -180,45 +182,46 @@ def main(argv=None) -> int:
     p.add_argument("--reference-seeds", type=int, nargs="*", default=None,
                    help="reference runs, one per round (default: as --seeds)")
     p.add_argument("--report-only", action="store_true", help="re-write the .md from the stored .json")
-    p.add_argument("--out", type=Path, default=ROOT / "minitf" / "experiments" / "stored")
+    p.add_argument("--out", type=Path, default=None, help="the folder for lm_fast.json and .md (default "
+                   "minitf/experiments/stored, /tmp/minitf-bench-lm_fast with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    out = Path("/tmp/minitf-bench-lm-fast") if args.quick else args.out
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "lm_fast.json"
-    result = json.loads(path.read_text()) if path.exists() and not args.quick else {"runs": {}}
+    store = Store(out_folder("lm_fast", args.out, args.quick), "lm_fast", fresh=args.quick)
+    result = store.doc
     result.setdefault("runs", {})
     names = args.arms if args.arms else list(ARMS)
     if args.report_only:
-        (out / "lm_fast.md").write_text(report(result) + "\n")
+        store.save(report(result))
         return 0
     ref_seeds = args.seeds if args.reference_seeds is None else args.reference_seeds
     for i, seed in enumerate(args.seeds):  # round by round: every arm's seed, then the reference's
         for name in names:
             spec = ARMS.get(name) or EXPLORE[name]
             done = result["runs"].setdefault(name, {"spec": spec, "runs": []})
-            if any(r["seed"] == seed for r in done["runs"]):
-                continue
-            r = run_arm(spec, seed, args.quick)
-            done["runs"].append(r)
-            print(f"{name} seed {seed}: {r['val_loss']:.4f} in {r['wall_s']:.1f} s wall "
-                  f"({r['cpu_s']:.1f} CPU, {r['ms_per_step']:.1f} ms/step, load {r['loadavg']})", flush=True)
-            path.write_text(json.dumps(result, indent=1) + "\n")
+            stored_spec = done["spec"]  # what its stored runs were trained with
+            done["spec"] = spec
+            r, new = store.run(done["runs"], {"arm": spec, "seed": seed, "quick": args.quick},
+                               lambda: run_arm(spec, seed, args.quick),
+                               legacy=lambda old: {"arm": stored_spec, "seed": old["seed"], "quick": False},
+                               replaces=lambda old: old["seed"] == seed)
+            if new:
+                print(f"{name} seed {seed}: {r['val_loss']:.4f} in {r['wall_s']:.1f} s wall "
+                      f"({r['cpu_s']:.1f} CPU, {r['ms_per_step']:.1f} ms/step, load {r['loadavg']})", flush=True)
         if i < len(ref_seeds):
             ref_runs = result["runs"].setdefault("reference", {"spec": "bench/nanogpt_reference.py", "runs": []})
-            if not any(r["seed"] == ref_seeds[i] for r in ref_runs["runs"]):
-                r = reference(ref_seeds[i], args.quick)
-                ref_runs["runs"].append(r)
+            ref_spec = {"arm": ref_runs["spec"], "seed": ref_seeds[i], "quick": args.quick}
+            r, new = store.run(ref_runs["runs"], ref_spec, lambda: reference(ref_seeds[i], args.quick),
+                               legacy=lambda old: {"arm": ref_runs["spec"], "seed": old["seed"], "quick": False},
+                               replaces=lambda old: old["seed"] == ref_seeds[i])
+            if new:
                 print(f"reference seed {r['seed']}: {r['val_loss']:.4f} in {r['wall_s']:.1f} s wall "
                       f"({r['cpu_s']:.1f} CPU, load {r['loadavg']})", flush=True)
-                path.write_text(json.dumps(result, indent=1) + "\n")
     result["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     result["target"] = TARGET
     result["command"] = " ".join(["python bench/lm_fast.py", *(argv if argv is not None else sys.argv[1:])])
     loads = [r["loadavg"] for e in result["runs"].values() for r in e["runs"]]
     result["load_range"] = f"{min(loads):.1f}–{max(loads):.1f}" if loads else "?"
-    path.write_text(json.dumps(result, indent=1) + "\n")
-    (out / "lm_fast.md").write_text(report(result) + "\n")
+    store.save(report(result))
     print(report(result))
     return 0
 

@@ -1,6 +1,7 @@
 """Growth on the language model, measured against scratch at the same training FLOPs.
 
-    python bench/lm_growth.py             # the stored result: ~50 min of one core (resumable)
+    python bench/lm_growth.py             # the stored result: ~50 min of one core (resumable,
+                                          # bench/store.py: a changed arm is run again)
     python bench/lm_growth.py --quick     # a smoke run of every arm, a few steps each, to /tmp
 
 The target is RECIPE.md's language model (4 pre-norm layers, d_model 64, 4 heads, d_ff 256, context
@@ -44,6 +45,7 @@ from minitf.core.flops import flops_per_token  # noqa: E402
 from minitf.core.model import count_parameters  # noqa: E402
 from minitf.core.train import make_batches, make_optimizer, train_step, wsd_lr  # noqa: E402
 from lm import TEXT, Clock, val_loss  # noqa: E402
+from store import Store, out_folder  # noqa: E402
 
 CONTEXT, BATCH, WEIGHT_DECAY = 64, 32, 0.01
 TARGET = minitf.Config(d_model=64, n_heads=4, n_layers=4, d_ff=256, norm_position="pre", dropout=0.0,
@@ -291,21 +293,28 @@ def main(argv=None) -> int:
     p.add_argument("--scratch-only", action="store_true", help="stop after the learning-rate tuning and scratch")
     p.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS),
                    help="run only these arms (scratch always runs)")
-    p.add_argument("--results", type=Path, default=None)
+    p.add_argument("--out", type=Path, default=None, help="the folder for lm_growth.json and .md "
+                   "(default minitf/experiments/stored, /tmp/minitf-bench-lm_growth with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     quick = args.quick
-    out = args.results or (Path("/tmp/minitf-bench-lm-growth") if quick else ROOT / "minitf" / "experiments" / "stored")
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "lm_growth.json"
+    store = Store(out_folder("lm_growth", args.out, quick), "lm_growth", fresh=quick)
     steps = 6 if quick else args.steps
     seeds, lrs = ([0], [3e-3]) if quick else (SEEDS, LRS)
     windows = 8 if quick else EVAL_WINDOWS
     fractions = [0.25, 0.5, 0.75, 1.0] if quick else FRACTIONS
     text = minitf.read_text(TEXT, CONTEXT)
-    result = json.loads(path.read_text()) if path.exists() else {}
-    if result.get("budget_steps", steps) != steps or result.get("eval_windows", windows) != windows:
-        raise SystemExit(f"{path} holds runs of another budget or evaluation; move it away to start anew")
+    result = store.doc
+    stored = {k: result.get(k) for k in ("arms", "fractions", "eval_windows")}  # what its runs were made with
+
+    def spec(name, seed, lr):  # everything that decides a run (bench/store.py keys it by its hash)
+        return {"arm": ARMS[name], "seed": seed, "lr": lr, "steps": steps, "fractions": fractions,
+                "windows": windows}
+
+    def stored_spec(old):  # a run stored before bench/store.py: its spec from its fields
+        return {"arm": (stored["arms"] or {}).get(old["arm"]), "seed": old["seed"], "lr": old["lr"],
+                "steps": old["budget_steps"], "fractions": stored["fractions"], "windows": stored["eval_windows"]}
+
     result.update({"command": " ".join(["python bench/lm_growth.py", *(argv if argv is not None else sys.argv[1:])]),
                    "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "quick": quick,
                    "budget_steps": steps, "budget_flops": steps * BATCH * CONTEXT * flops_per_token(TARGET, CONTEXT),
@@ -319,17 +328,18 @@ def main(argv=None) -> int:
     runs = result.setdefault("runs", {})
 
     def ensure(name, seed, lr):
-        k = key(name, seed, lr)
-        if k not in runs:
-            t0 = time.perf_counter()
-            runs[k] = run(name, ARMS[name], seed, lr, steps, text, fractions, windows)
-            r = runs[k]
+        k, t0 = key(name, seed, lr), time.perf_counter()
+
+        def measure():
+            r = run(name, ARMS[name], seed, lr, steps, text, fractions, windows)
+            result["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+            return r
+        r, new = store.run(runs, spec(name, seed, lr), measure, key=k, legacy=stored_spec)
+        if new:
             print(f"{k}: final {r['final_val_loss']:.4f}, {r['steps']} steps, {r['cpu_s']:.0f} s CPU "
                   f"({time.perf_counter() - t0:.0f} s with evaluations), load {os.getloadavg()[0]:.2f}",
                   flush=True)
-            result["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-            path.write_text(json.dumps(result, indent=1) + "\n")
-        return runs[k]
+        return r
 
     result["lr_tuning"] = {f"{lr:g}": ensure("scratch", seeds[0], lr)["final_val_loss"] for lr in lrs}
     if not quick and min(lrs, key=lambda x: result["lr_tuning"][f"{x:g}"]) == max(lrs):
@@ -345,8 +355,7 @@ def main(argv=None) -> int:
                     ensure(name, seed, lr)
     result["summary"] = summarize(result)
     result["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
-    path.write_text(json.dumps(result, indent=1) + "\n")
-    (out / "lm_growth.md").write_text(report(result) + "\n")
+    store.save(report(result))
     print(report(result))
     return 0
 

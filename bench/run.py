@@ -7,9 +7,9 @@
     python bench/run.py --origami collect     # the same without re-running the Origami experiment
     python bench/run.py --quick               # fewer rounds and repeats: a smoke run
     python bench/run.py --only steps solve    # a subset; the report is rebuilt from all results
-    python bench/run.py --report-only         # re-render REPORT.md from minitf/experiments/stored/*.json
+    python bench/run.py --report-only         # re-render REPORT.md from the stored results
 
-Sections (each writes minitf/experiments/stored/bench_<name>.json; REPORT.md and minitf/experiments/stored/bench.png are
+Sections (each writes bench/results/bench_<name>.json; REPORT.md and bench/results/bench.png are
 rendered from whatever results exist, each with its own date):
   steps      training-step time (forward + backward + clip + AdamW) on the full batch of the 450
              data/train.txt pairs: minitf vs the seed's formulation vs a compact expert one (and the
@@ -68,6 +68,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
+RESULTS = BENCH / "results"  # this script's own measurements: bench-only, not in the package
+STORED = ROOT / "minitf" / "experiments" / "stored"  # the studies' results, which minitf reads
 sys.path.insert(0, str(BENCH))
 
 PLACEHOLDER_RECIPE = ("python -m minitf train --d-model 32 --n-heads 4 --norm-position pre "
@@ -425,8 +427,8 @@ def bench_origami(args, results: Path) -> dict:
                "stderr_tail": proc.stderr.strip().splitlines()[-5:]}
         out["runs"].append(run)
         print(f"  {name}: exit {proc.returncode} after {run['wall_seconds']:.1f} s", flush=True)
-    out["results"] = {p.name: json.loads(p.read_text()) for p in sorted(results.glob("origami*.json"))}
-    out["summaries"] = {p.name: p.read_text() for p in sorted(results.glob("origami*.md"))}
+    out["results"] = {p.name: json.loads(p.read_text()) for p in sorted(STORED.glob("origami*.json"))}
+    out["summaries"] = {p.name: p.read_text() for p in sorted(STORED.glob("origami*.md"))}
     return out
 
 
@@ -639,7 +641,7 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
             ("lm_envelope", "lm_envelope.md", "The language model's iso-FLOP envelope, and growth against it")],
             start=5):
         # the long experiments: what bench/run.py ran, then the summary each wrote itself
-        section, md = load(name), results / summary
+        section, md = load(name), STORED / summary
         if not (section or md.exists()):
             continue
         L += [f"## {number}. {title}", ""]
@@ -666,7 +668,8 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
             "## Goals", "", "| goal | met | measured |", "|---|---|---|",
             *[f"| {g} | {'yes' if ok else '**no**'} | {m} |" for g, ok, m in goals], ""]
     if (results / "bench.png").exists():
-        L += ["## Plot", "", "![step times and time to solve](../minitf/experiments/stored/bench.png)", ""]
+        picture = Path(os.path.relpath(results / "bench.png", out_md.resolve().parent)).as_posix()
+        L += ["## Plot", "", f"![step times and time to solve]({picture})", ""]
     notes = BENCH / "NOTES.md"
     if notes.exists():
         L += [notes.read_text().strip(), ""]
@@ -742,7 +745,9 @@ def main(argv=None) -> int:
     p.add_argument("--nb-repeats", type=int, default=2)
     p.add_argument("--origami", choices=["run", "collect"], default="run",
                    help="run the bench/origami_*.py experiments (--quick passes --quick) or only collect their results")
-    p.add_argument("--results", type=Path, default=ROOT / "minitf" / "experiments" / "stored")
+    p.add_argument("--results", type=Path, default=RESULTS,
+                   help="the folder for this script's own results (bench_*.json, bench.png); the "
+                   "studies it runs write theirs to minitf/experiments/stored")
     p.add_argument("--report", type=Path, default=BENCH / "REPORT.md")
     args = p.parse_args(argv)
     args.stop_when_solved = args.stop_when_solved or args.quick
@@ -771,7 +776,7 @@ def main(argv=None) -> int:
                 data["quick"] = args.quick
                 data["run_command"] = "python bench/run.py " + " ".join(argv)
                 save_result(name, data, results)
-                if name == "notebooks" and results == ROOT / "minitf" / "experiments" / "stored":
+                if name == "notebooks" and results == RESULTS:
                     # the run-time tables in README.md and notebook 00 follow the new measurement
                     subprocess.run([sys.executable, str(ROOT / "tools" / "runtimes.py")], cwd=ROOT, check=True)
     plot(results)

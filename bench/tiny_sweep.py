@@ -1,12 +1,13 @@
 """How small can a Transformer be and still solve shift? A sweep at <= 12,000 parameters (issue 14).
 
     python bench/tiny_sweep.py            # the stored result: minitf/experiments/stored/tiny_sweep.{json,md}
-    python bench/tiny_sweep.py --quick    # a smoke run in a minute (writes to /tmp unless --out)
+    python bench/tiny_sweep.py --quick    # a smoke run in a minute (to /tmp/minitf-bench-tiny_sweep unless --out)
 
 About 30 min of CPU time on one thread for the training (50 min of wall time on a loaded 2-core
 machine; the evaluations come on top).
-Resumable: runs already in the json (same name, seed, config and training settings) are skipped,
-so an interrupted sweep continues where it stopped.
+Resumable (bench/store.py): a run already in the json with the same spec (config, training
+settings and seed), under any name, is not trained again, so an interrupted sweep continues where
+it stopped; a changed configuration is run again.
 
 Every run trains like `python -m minitf train --task shift --repeats 0.33` with the same seed
 (torch.manual_seed(seed), then the model, then minitf.train): 20,000 generated pairs, inputs of
@@ -30,7 +31,6 @@ Three groups:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from minitf import Config, Transformer, count_parameters, evaluate, make_pairs, train  # noqa: E402
 from minitf.core.data import make_splits  # noqa: E402
-from minitf.core.files import atomic_write  # noqa: E402
+from store import Store, out_folder  # noqa: E402
 
 SETTINGS = {"train_pairs": 20000, "val_pairs": 200, "test_pairs": 1000, "repeats": 0.33,
             "steps": 3000, "batch_size": 64, "lr": 1e-2, "warmup": 50, "eval_every": 250}
@@ -217,15 +217,14 @@ def row(name: str, c: dict, group: bool = True) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a smoke run: few steps and pairs, one seed")
-    p.add_argument("--out", type=Path, default=None, help="json path (default minitf/experiments/stored/tiny_sweep.json, "
-                   "/tmp/tiny_sweep_quick.json with --quick)")
+    p.add_argument("--out", type=Path, default=None, help="the folder for tiny_sweep.json and .md "
+                   "(default minitf/experiments/stored, /tmp/minitf-bench-tiny_sweep with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     base = QUICK if args.quick else SETTINGS
     seeds, seq_seeds = ((0,), (0,)) if args.quick else (SEEDS, SEQUENCE_SEEDS)
-    out = args.out or (Path("/tmp/tiny_sweep_quick.json") if args.quick
-                       else ROOT / "minitf/experiments/stored/tiny_sweep.json")
-    doc = json.loads(out.read_text()) if out.exists() and not args.quick else {}
+    store = Store(out_folder("tiny_sweep", args.out, args.quick), "tiny_sweep", fresh=args.quick)
+    doc = store.doc
     doc.update({"command": "python bench/tiny_sweep.py" + (" --quick" if args.quick else ""),
                 "settings": base, "machine": f"{platform.machine()}, torch {torch.__version__}, 1 thread",
                 "date": time.strftime("%Y-%m-%d")})
@@ -233,29 +232,25 @@ def main(argv=None) -> int:
     doc.setdefault("configs", {})
 
     def save():
-        atomic_write(out, lambda tmp: Path(tmp).write_text(json.dumps(doc, indent=1)), overwrite=True)
-        out.with_suffix(".md").write_text(render(doc))
+        store.save(render(doc))
 
     def group(name_specs: dict, group_name: str, group_seeds):
         for name, (fields, changed, what) in name_specs.items():
             s = {**base, **(changed if not args.quick else {})}
             runs = []
             for seed in group_seeds:
-                key = f"{group_name}/{name}/seed{seed}"
-                old = doc["runs"].get(key)
-                same = next((r for r in doc["runs"].values() if r["config"] == fields
-                             and r["settings"] == s and r["seed"] == seed), None)
-                if same is not None and (old is None or old["config"] != fields or old["settings"] != s):
+                key, t0 = f"{group_name}/{name}/seed{seed}", time.perf_counter()
+                spec = {"config": fields, "settings": s, "seed": seed}
+                legacy = lambda old: {k: old[k] for k in spec}  # noqa: E731 (a run stored before the hash)
+                same = store.find(doc["runs"], spec, legacy=legacy)
+                if same is not None and store.find(doc["runs"], spec, key, legacy) is None:
                     doc["runs"][key] = same  # the same run under another name: not trained twice
-                elif old is None or old["config"] != fields or old["settings"] != s:
-                    t0 = time.perf_counter()
-                    doc["runs"][key] = {"config": fields, "settings": s, "seed": seed,
-                                        **run_one(fields, s, seed)}
-                    r = doc["runs"][key]
+                r, new = store.run(doc["runs"], spec, lambda: {**spec, **run_one(fields, s, seed)}, key=key,
+                                   legacy=legacy, markdown=lambda: render(doc))
+                if new:
                     print(f"{key}: {r['params']:,} params, exact {r['exact_match']:.3f}, "
                           f"{time.perf_counter() - t0:.0f} s", flush=True)
-                    save()
-                runs.append(doc["runs"][key])
+                runs.append(r)
             doc["configs"][name] = {"group": group_name, "what": what, "config": fields,
                                     "steps": s["steps"], **summarise(runs)}
             doc["pareto_front"] = pareto_front(doc["configs"])
@@ -271,7 +266,7 @@ def main(argv=None) -> int:
     group(SEQUENCE, "sequence", seq_seeds)
     doc["smallest_solver"] = solver
     save()
-    print(f"wrote {out} and {out.with_suffix('.md')}")
+    print(f"wrote {store.path} and {store.markdown_path}")
     return 0
 
 

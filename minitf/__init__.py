@@ -16,7 +16,7 @@ import the core, never one another or a door (tests/test_architecture.py holds t
 """
 from .core.attention import MultiHeadAttention, attention, causal_mask
 from .core.baselines import Baselines, baseline_losses
-from .core.checkpoint import CheckpointError, load, save
+from .core.checkpoint import CheckpointError, checkpoint_pairs, load, save
 from .core.config import Config, seed_dropout
 from .core.data import (DataError, Pair, ReadReport, TASKS, make_batch, make_pairs, read_pairs,
                         sequence, shift_bytes, write_pairs)
@@ -43,7 +43,7 @@ from .views.trace import Trace, trace
 # modules the notebooks reach as attributes (`minitf.parts.check`, `minitf.results.load_ablation`)
 from . import notebook
 from .core import baselines, data, devices, flops, norms, origami, rope
-from .course import exercises, parts, solutions
+from .course import exercises, head_census, parts, solutions
 from .course import training_parts  # notebook 08: your loss, step, schedule, AdamW and loop
 from .course import exercises as workbook  # the name notebooks written before the wings use
 from .experiments import results, smallest

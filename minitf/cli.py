@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import __version__
 from .core import recipes
-from .core.checkpoint import CheckpointError, load, save, train_state
+from .core.checkpoint import PAIRS, CheckpointError, load, save, train_state
 from .core.config import PRESETS, Config
 from .core.data import (TASKS, DataError, iter_pairs, make_splits, parse_line, read_pairs,
                         write_pairs)
@@ -220,12 +220,18 @@ def max_len(args) -> int:
     return args.context if getattr(args, "text", None) else 128
 
 
+def split_args(args) -> dict:
+    """data.make_splits's arguments for the pairs `train` generates (a checkpoint trained on
+    generated pairs records them: core.checkpoint.checkpoint_pairs makes the same pairs again)."""
+    return {"task": args.task, "n_train": args.n_train, "n_val": 0 if args.val else args.n_val,
+            "seed": args.seed, "max_len": args.pair_len, "repeats": args.repeats,
+            "val_repeats": args.val_repeats}
+
+
 def train_val_pairs(args):
     """The pairs `train` uses: the --train/--val files, or generated ones (data.make_splits)."""
     given = read_pairs_arg(args.train, args) if args.train else None
-    train_pairs, val_pairs = make_splits(args.task, args.n_train, 0 if args.val else args.n_val,
-                                         args.seed, max_len=args.pair_len, repeats=args.repeats,
-                                         val_repeats=args.val_repeats, train=given)
+    train_pairs, val_pairs = make_splits(**split_args(args), train=given)
     return train_pairs, (read_pairs_arg(args.val, args) if args.val else val_pairs)
 
 
@@ -344,7 +350,8 @@ def save_run(model, args, hist, run: dict, partial: dict | None = None) -> None:
     how it was saved; the file then also holds the training state that --resume goes on from.
     --out was checked before training (free, or --force, or this run's own file): replace it."""
     final = hist.last_val()
-    kind = {"text": args.text, "context": args.context} if args.text else {}
+    kind = ({"text": args.text, "context": args.context} if args.text
+            else {} if args.train else {PAIRS: split_args(args)})
     every = LOSS_CURVE_EVERY
     curve = [round(sum(hist.loss[i:i + every]) / len(hist.loss[i:i + every]), 4)
              for i in range(0, len(hist.loss), every)]
@@ -670,7 +677,7 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_data_make)
 
     t = sub.add_parser("train", help="train a model and save a checkpoint",
-                       epilog=recipes.help_text(), formatter_class=HelpFormatter)
+                       epilog=recipes_help(), formatter_class=HelpFormatter)
     t.add_argument("--text", help="train a language model on this file (any bytes; first 90 %% "
                    "trains, last 10 %% validates) instead of on pairs")
     t.add_argument("--context", type=int, default=64, help="with --text: bytes per training window")
@@ -828,18 +835,58 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     return p
 
 
+def flag_words(values: dict) -> list[str]:
+    """`train` settings by argparse name (a recipe's values) as flags: n_train 10000 → --n-train
+    10000, a switch set True → --tie-embeddings, a list → one flag followed by its values."""
+    words = []
+    for name, value in values.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            words += [flag] if value else []
+        else:
+            words += [flag, *map(str, value if isinstance(value, list) else [value])]
+    return words
+
+
+def recipes_help() -> str:
+    """The recipes as `train --help` lists them: each one's description and its flags."""
+    lines = ["recipes (--recipe NAME; flags given on the command line override the recipe's):"]
+    for r in recipes.RECIPES.values():
+        lines += textwrap.wrap(r.description, 92, initial_indent=f"  {r.name}: ",
+                               subsequent_indent="      ", break_on_hyphens=False)
+        lines += textwrap.wrap(shlex.join(flag_words(r.values)), 92, initial_indent="      = ",
+                               subsequent_indent="        ", break_on_hyphens=False)
+    return "\n".join(lines)
+
+
+def recipe_expanded(name: str, argv: list[str], given: set[str]) -> list[str]:
+    """The `train` words a recipe run stands for: the recipe's flags that were not given on the
+    command line (`given`: their argparse dests), then `argv` (without `--recipe NAME`)."""
+    kept = flag_words({k: v for k, v in recipes.get(name).values.items() if k not in given})
+    rest, skip = [], False
+    for w in argv:
+        option = w.split("=")[0]
+        if skip:
+            skip = False
+        elif len(option) > 4 and "--recipe".startswith(option):  # argparse takes --rec for --recipe
+            skip = "=" not in w
+        else:
+            rest.append(w)
+    return kept + rest
+
+
 def with_recipe(name: str, argv: list[str]):
     """`train --recipe NAME …` parsed again with the recipe's flags as defaults (flags given on the
-    command line win), and the words of the same command written out in full (recipes.expand)."""
+    command line win), and the words of the same command written out in full (recipe_expanded)."""
     recipe = recipes.get(name)
-    flags = vars(parser().parse_args(["train", *recipe.words(), "--out", "-"]))  # typed and checked
-    defaults = {dest: flags[dest] for dest in recipe.dests()}
+    flags = vars(parser().parse_args(["train", *flag_words(recipe.values), "--out", "-"]))  # typed and checked
+    defaults = {dest: flags[dest] for dest in recipe.values}
     args = parser(defaults).parse_args(argv)
     unset = object()  # which of the recipe's flags were given: those that do not come back unset
     marked = parser(dict.fromkeys(defaults, unset)).parse_args(argv)
     given = {dest for dest in defaults if getattr(marked, dest) is not unset}
     start = argv.index("train") + 1
-    return args, [*argv[:start], *recipes.expand(name, argv[start:], given)]
+    return args, [*argv[:start], *recipe_expanded(name, argv[start:], given)]
 
 
 def main(argv=None) -> int:
@@ -892,19 +939,3 @@ def run(argv: list[str]) -> int:
         if e.filename is None:
             raise
         return fail(f"{e.filename}: {(e.strerror or str(e)).lower()}")
-
-
-# ---- The data a shipped checkpoint was trained on, for notebooks that must leave it out.
-
-def checkpoint_pairs(model, n_val: int | None = None):
-    """(training pairs, held-out pairs) exactly as the command in `model.metadata` made them:
-    the same task, seed, size and repeats. `n_val` asks for another number of held-out pairs (none
-    of them a training input). For checkpoints trained on generated pairs only."""
-    argv = shlex.split(model.metadata["command"])[3:]          # after "python -m minitf"
-    args = parser().parse_args(argv)
-    if getattr(args, "recipe", None):
-        args, _ = with_recipe(args.recipe, argv)
-    if args.command != "train" or args.train or getattr(args, "text", None):
-        raise ValueError(f"{model.metadata['command']!r} did not train on generated pairs")
-    return make_splits(args.task, args.n_train, args.n_val if n_val is None else n_val, args.seed,
-                       max_len=args.pair_len, repeats=args.repeats, val_repeats=args.val_repeats)

@@ -95,14 +95,39 @@ def test_written_files_get_ordinary_permissions(tmp_path):
     assert oct(pairs.stat().st_mode & 0o777) == oct(0o644)
 
 
-@pytest.mark.parametrize("name, task, n_train, seed, repeats", [
-    ("shift", "shift", 30000, 0, 0.33), ("reverse", "reverse", 20000, 0, 0.0),
-    ("shift_smallest", "shift", 20000, 1, 0.33)])
-def test_checkpoint_pairs_are_the_pairs_its_command_made(name, task, n_train, seed, repeats):
-    from pathlib import Path
+CHECKPOINTS = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "checkpoints"
 
-    import minitf
-    from minitf.cli import checkpoint_pairs
-    from minitf.core.data import make_splits
-    model = minitf.load(Path(__file__).resolve().parents[1] / "data" / "checkpoints" / f"{name}.pt")
-    assert checkpoint_pairs(model, 30) == make_splits(task, n_train, 30, seed, repeats=repeats)
+
+@pytest.mark.parametrize("name", ["shift", "shift_uniform", "copy", "reverse", "shift_smallest",
+                                  "shift_long", "shift_long_small"])
+def test_a_shipped_checkpoint_records_the_pairs_its_command_made(name):
+    """metadata["pairs"] (written once by make.py --record-pairs) says what the recorded command
+    generated: minitf.checkpoint_pairs, without the CLI, makes the pairs the CLI trained on."""
+    import shlex
+
+    from minitf.cli import parser, train_val_pairs
+    model = load(CHECKPOINTS / f"{name}.pt")
+    args = parser().parse_args(shlex.split(model.metadata["command"])[3:])
+    args.n_val = 30
+    assert minitf.checkpoint_pairs(model, n_val=30) == train_val_pairs(args)
+
+
+def test_checkpoint_pairs_defaults_to_the_recorded_validation_size():
+    train, val = minitf.checkpoint_pairs(load(CHECKPOINTS / "shift_uniform.pt"))
+    assert (len(train), len(val)) == (20000, 200)
+
+
+def test_train_records_its_generated_pairs_and_a_file_trained_model_has_none(tmp_path, capsys):
+    out = tmp_path / "m.pt"
+    assert main(["train", "--task", "reverse", "--n-train", "50", "--n-val", "7", "--repeats", "0.5",
+                 "--seed", "3", "--steps", "1", "--no-progress", "--out", str(out)]) == 0
+    model = load(out)
+    assert model.metadata["pairs"] == {"task": "reverse", "n_train": 50, "n_val": 7, "seed": 3,
+                                       "max_len": 12, "repeats": 0.5, "val_repeats": 0.0}
+    assert minitf.checkpoint_pairs(model) == minitf.data.make_splits("reverse", 50, 7, 3, repeats=0.5)
+    pairs = tmp_path / "p.txt"
+    minitf.write_pairs(pairs, minitf.make_pairs("copy", 20))
+    assert main(["train", "--train", str(pairs), "--n-val", "5", "--steps", "1", "--no-progress",
+                 "--out", str(tmp_path / "f.pt")]) == 0
+    with pytest.raises(ValueError, match="records no generated pairs.*--train"):
+        minitf.checkpoint_pairs(load(tmp_path / "f.pt"))

@@ -1,6 +1,7 @@
 """Issue 23: randomised position offsets (Config.position_offset), the CLI's exact match per input
 length, and the stored length study (bench/length_study.py)."""
 import json
+import shlex
 
 import pytest
 import torch
@@ -121,9 +122,11 @@ def test_shift_long_recipes_are_the_shipped_checkpoint_commands(name):
     from minitf.core import recipes
 
     model = minitf.load(f"data/checkpoints/{name}.pt")
-    flags = recipes.get(LONG[name]).flags
-    assert model.metadata["command"] == f"python -m minitf train {flags} --out data/checkpoints/{name}.pt"
-    words = recipes.expand(LONG[name], ["--out", "x.pt"], set())
+    recorded = minitf.cli.parser().parse_args(shlex.split(model.metadata["command"])[3:])
+    flags = minitf.cli.flag_words(recipes.get(LONG[name]).values)
+    assert vars(recorded) == vars(minitf.cli.parser().parse_args(
+        ["train", *flags, "--out", f"data/checkpoints/{name}.pt"]))  # the same settings, flag by flag
+    words = minitf.cli.recipe_expanded(LONG[name], ["--out", "x.pt"], set())
     args = minitf.cli.parser().parse_args(["train", *words])
     assert minitf.cli.config_from_args(args) == model.config
     assert model.config.rope_freqs[0] == pytest.approx(2 * 3.141592653589793 / 27, rel=1e-9)
@@ -142,11 +145,10 @@ def test_cli_position_offset_flag(tmp_path, capsys):
 
 
 def test_recipe_shift_long_expands_to_its_recorded_flags():
-    """--rope-freqs takes 8 values: the recipe run passes them all (Recipe.pairs keeps them)."""
-    from minitf.core import recipes
-
-    words = recipes.expand("shift-long", ["--out", "x.pt"], set())
+    """--rope-freqs takes 8 values: the recipe run passes them all (flag_words writes a list out)."""
+    words = minitf.cli.recipe_expanded("shift-long", ["--out", "x.pt"], set())
     i = words.index("--rope-freqs")
-    assert words[i + 1:i + 9] == ["0.2327105669"] * 4 + ["1e-4"] * 4 and words[i + 9] == "--seed"
+    assert [float(w) for w in words[i + 1:i + 9]] == [0.2327105669] * 4 + [1e-4] * 4
+    assert words[i + 9] == "--seed"
     args = minitf.cli.parser().parse_args(["train", *words])
     assert minitf.cli.config_from_args(args) == minitf.load("data/checkpoints/shift_long.pt").config

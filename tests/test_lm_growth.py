@@ -177,7 +177,7 @@ def test_reach_interpolates_between_evaluations():
 def test_quick_bench_runs_every_arm_and_keeps_the_function_where_it_should(tmp_path):
     bench = _bench()
     arms = ["deepen 2→4, τ=0.5", "stack 2→4, τ=0.75", "widen d32→64, τ=0.75", "scratch, 0.7 budget"]
-    assert bench.main(["--quick", "--results", str(tmp_path), "--arms", *arms]) == 0
+    assert bench.main(["--quick", "--out", str(tmp_path), "--arms", *arms]) == 0
     result = json.loads((tmp_path / "lm_growth.json").read_text())
     assert set(result["summary"]["arms"]) == {"scratch", *arms}
     budget = result["budget_flops"]

@@ -136,8 +136,7 @@ def doubled(text) -> bool:
 
 def test_05_shift_uniform_trained_on_22_percent_repeats_and_6_percent_doubled_bytes():
     """"22 % of its 20,000 training inputs repeat a byte … a doubled byte is rare (6 %)"."""
-    from minitf.cli import checkpoint_pairs
-    train, _ = checkpoint_pairs(minitf.load("data/checkpoints/shift_uniform.pt"), n_val=0)
+    train, _ = minitf.checkpoint_pairs(minitf.load("data/checkpoints/shift_uniform.pt"), n_val=0)
     inputs = [p.input for p in train]
     assert len(inputs) == 20000
     assert round(100 * sum(len(set(t)) < len(t) for t in inputs) / len(inputs)) == 22
@@ -146,9 +145,8 @@ def test_05_shift_uniform_trained_on_22_percent_repeats_and_6_percent_doubled_by
 
 def test_05_the_shortcut_model_fails_on_doubled_bytes_not_on_repeats_apart():
     """Over 2,000 fresh inputs, not only the notebook's 400."""
-    from minitf.cli import checkpoint_pairs
     uniform = minitf.load("data/checkpoints/shift_uniform.pt")
-    seen = [p.input for p in checkpoint_pairs(uniform, n_val=0)[0]]
+    seen = [p.input for p in minitf.checkpoint_pairs(uniform, n_val=0)[0]]
     fresh = minitf.make_pairs("shift", 2000, seed=21, exclude=seen)
     apart = [p for p in fresh if len(set(p.input)) < len(p.input) and not doubled(p.input)]
     twice = [p for p in fresh if doubled(p.input)]

@@ -147,10 +147,12 @@ def test_the_recipe_named_in_the_text_trains_the_shipped_model():
     from minitf.core import recipes
     from minitf.cli import config_from_args, parser
     assert "--recipe shift-smallest" in markdown()
-    flags = recipes.get("shift-smallest").flags
+    from minitf.cli import flag_words
+    values = recipes.get("shift-smallest").values
     model = minitf.load(CHECKPOINT)
-    assert set(flags.split()) <= set(model.metadata["command"].split())  # the same flags and values
-    args = parser().parse_args(["train", *flags.split(), "--out", "x.pt"])
+    recorded = parser().parse_args(model.metadata["command"].split()[3:])
+    assert {k: getattr(recorded, k) for k in values} == values  # the same settings
+    args = parser().parse_args(["train", *flag_words(values), "--out", "x.pt"])
     assert config_from_args(args) == model.config
 
 

@@ -1,6 +1,6 @@
 """The run-time tables (README, notebook 00) agree with `make bench`'s stored measurement.
 
-tools/runtimes.py writes them from minitf/experiments/stored/bench_notebooks.json; a row off by
+tools/runtimes.py writes them from bench/results/bench_notebooks.json; a row off by
 more than 1.5x from its notebook's measured time fails here (run `make runtimes`, or `make bench`).
 """
 import importlib.util

@@ -4,7 +4,7 @@
     python tools/runtimes.py --print    # print the table only
 
 `make bench` (its `notebooks` section) stores each notebook's time, top to bottom with its kernel
-start, in minitf/experiments/stored/bench_notebooks.json, and rewrites these tables itself. Each
+start, in bench/results/bench_notebooks.json, and rewrites these tables itself. Each
 table sits between the two markers below; everything else in the files stays as it is. A notebook
 the measurement does not have yet (a new one) gets a row saying so. tests/test_runtimes.py fails
 when a row and the measurement drift apart by more than 1.5x.
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MEASUREMENT = ROOT / "minitf" / "experiments" / "stored" / "bench_notebooks.json"
+MEASUREMENT = ROOT / "bench" / "results" / "bench_notebooks.json"
 START = "<!-- run times: written by tools/runtimes.py from make bench's measurement -->"
 END = "<!-- end of run times -->"
 BLOCK = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)

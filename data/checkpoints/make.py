@@ -4,12 +4,18 @@ Each entry of RECIPES is a `python -m minitf train` argument list, run through t
 thread, its default); the checkpoint's metadata records the command, the validation and
 training-loss curves. Each entry of BUILT is a call that sets every weight by hand (no training);
 its metadata records the call and its exact match on fresh pairs.
+
+`make.py --record-pairs` only adds to each checkpoint trained on generated pairs the pairs' recipe
+(metadata["pairs"], make_splits's arguments, as `train` now records it) from its recorded command,
+leaving the weights as they are: minitf.checkpoint_pairs reads it.
 """
 from __future__ import annotations
 
+import shlex
 import sys
 
-from minitf.cli import main
+from minitf.cli import main, parser, split_args
+from minitf.core.checkpoint import PAIRS, add_metadata, read
 
 RECIPES = {
     "tiny": "--train data/train.txt --val data/val.txt --steps 2000 --eval-every 500",
@@ -78,6 +84,20 @@ def make(name: str) -> None:
         raise SystemExit(f"{name}: training failed")
 
 
+def record_pairs(name: str) -> None:
+    """Add metadata["pairs"] to a checkpoint trained on generated pairs before `train` recorded
+    them: the make_splits arguments its recorded command stands for; nothing else changes."""
+    path = f"data/checkpoints/{name}.pt"
+    args = parser().parse_args(shlex.split(read(path)["metadata"]["command"])[3:])
+    if not (args.text or args.train):
+        add_metadata(path, **{PAIRS: split_args(args)})
+        print(f"{name}: {PAIRS} = {split_args(args)}")
+
+
 if __name__ == "__main__":
-    for name in sys.argv[1:] or [*RECIPES, *BUILT]:
-        make(name)
+    if sys.argv[1:2] == ["--record-pairs"]:
+        for name in sys.argv[2:] or RECIPES:
+            record_pairs(name)
+    else:
+        for name in sys.argv[1:] or [*RECIPES, *BUILT]:
+            make(name)

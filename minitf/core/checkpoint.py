@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from .config import Config
+from .data import Pair, make_splits
 from .files import atomic_write
 from .model import Transformer
 
@@ -141,3 +142,31 @@ def train_state(path) -> dict | None:
     """The training state saved with a checkpoint (train(..., resume=…) goes on from it), or None
     for a finished run's checkpoint."""
     return read(path).get("train_state")
+
+
+# A model trained on generated pairs records how they were made, as make_splits's arguments:
+# metadata["pairs"] = {"task", "n_train", "n_val", "seed", "max_len", "repeats", "val_repeats"}.
+# `python -m minitf train` writes it; checkpoint_pairs reads it (no command line to re-parse).
+PAIRS = "pairs"
+
+
+def checkpoint_pairs(model, n_val: int | None = None) -> tuple[list[Pair], list[Pair]]:
+    """(training pairs, held-out pairs) exactly as the run that trained `model` made them, from
+    the make_splits arguments its metadata records: a notebook leaves out what the model saw.
+    `n_val` asks for another number of held-out pairs (none of them a training input)."""
+    metadata = getattr(model, "metadata", {})
+    made = metadata.get(PAIRS)
+    if made is None:
+        trained = metadata.get("command", "a command it does not record")
+        raise ValueError(f"this model records no generated pairs (metadata[{PAIRS!r}]); it was "
+                         f"trained by {trained}. Only a model that `python -m minitf train` trained "
+                         "on generated pairs (no --train, no --text) records them")
+    return make_splits(**{**made, **({} if n_val is None else {"n_val": n_val})})
+
+
+def add_metadata(path, **entries) -> Path:
+    """Add entries to a checkpoint's metadata in place, the weights and everything else untouched
+    (data/checkpoints/make.py records the pairs of checkpoints trained before `train` did)."""
+    payload = read(path)
+    payload["metadata"] = {**payload.get("metadata", {}), **entries}
+    return atomic_write(path, lambda tmp: torch.save(payload, tmp), overwrite=True)

@@ -1,0 +1,128 @@
+"""bench/store.py, the one resumable store of the bench studies: a done run is skipped, a changed
+spec runs again, a write never leaves half a file, and runs stored before the hash are recognised."""
+import importlib
+import importlib.util
+import json
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+spec = importlib.util.spec_from_file_location("store", ROOT / "bench" / "store.py")
+store_module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(store_module)
+Store, spec_hash = store_module.Store, store_module.spec_hash
+
+
+class Trainer:
+    """Counts the runs it is asked for."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, name):
+        def compute():
+            self.calls.append(name)
+            return {"loss": float(len(self.calls))}
+        return compute
+
+
+def test_resume_skips_done_runs_and_a_changed_spec_runs_again(tmp_path):
+    train = Trainer()
+    first = Store(tmp_path, "study")
+    first.doc["runs"] = {}
+    for seed in (0, 1):
+        first.run(first.doc["runs"], {"d": 8, "seed": seed}, train(f"d8/{seed}"), key=f"d8/seed{seed}")
+    assert train.calls == ["d8/0", "d8/1"]
+    again = Store(tmp_path, "study")  # a new process resumes from the file
+    record, new = again.run(again.doc["runs"], {"d": 8, "seed": 0}, train("again"), key="d8/seed0")
+    assert not new and record["loss"] == 1.0 and train.calls == ["d8/0", "d8/1"]
+    record, new = again.run(again.doc["runs"], {"d": 8, "seed": 0, "steps": 600}, train("changed"),
+                            key="d8/seed0")
+    assert new and train.calls[-1] == "changed"
+    assert json.loads((tmp_path / "study.json").read_text())["runs"]["d8/seed0"]["spec_sha"] == \
+        spec_hash({"d": 8, "seed": 0, "steps": 600})
+
+
+def test_the_hash_ignores_dict_order_and_tuples():
+    assert spec_hash({"a": 1, "b": (2, 3)}) == spec_hash({"b": [2, 3], "a": 1})
+    assert spec_hash({"a": 1}) != spec_hash({"a": 1.5})
+
+
+def test_a_list_table_replaces_the_slot_of_a_changed_run(tmp_path):
+    train, store = Trainer(), Store(tmp_path, "ladder")
+    runs = store.doc.setdefault("runs", [])
+    slot = lambda seed: lambda r: r["seed"] == seed  # noqa: E731
+    for seed in (0, 1):
+        store.run(runs, {"lr": 1e-2, "seed": seed}, lambda s=seed: {"seed": s, **train("x")()}, replaces=slot(seed))
+    store.run(runs, {"lr": 3e-3, "seed": 0}, lambda: {"seed": 0, **train("y")()}, replaces=slot(0))
+    assert [(r["seed"], r["spec_sha"]) for r in runs] == [(1, spec_hash({"lr": 1e-2, "seed": 1})),
+                                                         (0, spec_hash({"lr": 3e-3, "seed": 0}))]
+
+
+def test_a_run_stored_before_the_hash_is_recognised_by_its_fields(tmp_path):
+    (tmp_path / "old.json").write_text(json.dumps({"runs": {"d8/seed0": {"config": {"d": 8}, "seed": 0, "loss": 0.5}}}))
+    train, store = Trainer(), Store(tmp_path, "old")
+    legacy = lambda r: {"config": r["config"], "seed": r["seed"]}  # noqa: E731
+    record, new = store.run(store.doc["runs"], {"config": {"d": 8}, "seed": 0}, train("a"), key="d8/seed0",
+                            legacy=legacy)
+    assert not new and record["loss"] == 0.5 and train.calls == []
+    _, new = store.run(store.doc["runs"], {"config": {"d": 6}, "seed": 0}, train("b"), key="d8/seed0",
+                       legacy=legacy)
+    assert new and train.calls == ["b"]
+
+
+def test_an_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
+    store = Store(tmp_path, "study")
+    store.doc["runs"] = {"a": {"loss": 1.0}}
+    store.save("# report\n")
+    before = (tmp_path / "study.json").read_text()
+
+    def crash(self, text, encoding=None):  # the write dies part-way, after some bytes
+        with open(self, "w") as f:
+            f.write(text[:5])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store_module.Path, "write_text", crash)
+    store.doc["runs"]["b"] = {"loss": 2.0}
+    with pytest.raises(KeyboardInterrupt):
+        store.save("# new report\n")
+    monkeypatch.undo()
+    assert (tmp_path / "study.json").read_text() == before
+    assert (tmp_path / "study.md").read_text() == "# report\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["study.json", "study.md"]  # no temporary left
+
+
+def test_a_quick_run_starts_afresh_and_out_is_a_folder(tmp_path):
+    (tmp_path / "study.json").write_text('{"runs": {"a": 1}}')
+    assert Store(tmp_path, "study", fresh=True).doc == {}
+    assert store_module.out_folder("study", tmp_path / "new", quick=True) == tmp_path / "new"
+    assert (tmp_path / "new").is_dir()
+    assert store_module.out_folder("study", None, quick=False) == ROOT / "minitf" / "experiments" / "stored"
+
+
+STUDIES = {"ablation": ["run_one"], "length_study": ["run_one"], "tiny_sweep": ["run_one"],
+           "lm_fast": ["run_arm", "reference"], "lm_growth": ["run"], "lm_envelope": []}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", list(STUDIES))
+def test_resuming_a_stored_study_trains_nothing_again(study, tmp_path, monkeypatch):
+    """Every stored run is recognised as done by the study's current arms (the specs match): a
+    study whose arms drifted from its stored result would re-train here instead."""
+    import shutil
+    for f in (ROOT / "minitf" / "experiments" / "stored").glob("*.json"):
+        shutil.copy(f, tmp_path / f.name)
+    module = importlib.import_module(study)
+
+    def trained(*args, **kwargs):
+        raise AssertionError(f"{study}: a stored run would be trained again")
+    for name in STUDIES[study]:
+        monkeypatch.setattr(module, name, trained)
+    if study == "lm_envelope":
+        monkeypatch.setattr(module.G, "run", trained)
+    before = json.loads((tmp_path / f"{study}.json").read_text())["runs"]
+    assert module.main(["--out", str(tmp_path)]) == 0
+    assert len(json.loads((tmp_path / f"{study}.json").read_text())["runs"]) == len(before)

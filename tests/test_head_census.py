@@ -1,0 +1,72 @@
+"""06's "Your turn" (the reverse model's heads, switched off one at a time) is checked: the right
+table passes, and each usual wrong one is named instead of passing silently as eight numbers."""
+import copy
+
+import pytest
+import torch
+
+import minitf
+from conftest import ROOT
+from minitf.course import head_census
+from minitf.course.solutions import my_ablate_head
+
+REVERSE = minitf.load(ROOT / "data" / "checkpoints" / "reverse.pt")
+SHIFT = minitf.load(ROOT / "data" / "checkpoints" / "shift.pt")
+HELD_OUT = {name: minitf.checkpoint_pairs(model, n_val=40)[1]  # as notebook 06 makes them
+            for name, model in (("reverse", REVERSE), ("shift", SHIFT))}
+
+
+def table(model=REVERSE, pairs=HELD_OUT["reverse"], ablate=my_ablate_head):
+    """The loop of the notebook's solution, with the notebook's teacher-forced exact match."""
+    return {(layer, head): head_census.teacher_forced_exact_match(ablate(model, layer, head), pairs)
+            for layer in range(2) for head in range(4)}
+
+
+def in_place(model, layer, head):
+    hd = model.config.head_dim
+    with torch.no_grad():
+        model.blocks[layer].attn.out.weight[:, head * hd:(head + 1) * hd] = 0
+    return model
+
+
+def test_the_measured_table_passes_and_names_the_heads_needed_most():
+    message = head_census.diagnose(table(), REVERSE, HELD_OUT["reverse"])
+    assert message.startswith("✓ found agrees with the measurement for all 8 heads")
+
+
+def test_the_check_s_exact_match_is_greedy_generation_s():
+    """A learner may measure with minitf.evaluate (generation) instead of the teacher-forced one."""
+    ablated, pairs = minitf.ablate_heads(REVERSE, [(1, 3)]), HELD_OUT["reverse"][:20]
+    assert head_census.teacher_forced_exact_match(ablated, pairs) == minitf.evaluate(ablated, pairs)["exact_match"]
+
+
+@pytest.mark.parametrize("found, diagnosis, words", [
+    (lambda: {}, "empty", "the loop body is still `pass`"),
+    (lambda: table(pairs=HELD_OUT["shift"]), "all_zero", "another task's held-out pairs"),
+    (lambda: table(model=SHIFT), "all_zero", "another task's model"),
+    (lambda: {(h, l): v for (l, h), v in table().items()}, "keys_swapped", "the keys are (head, layer)"),
+    (lambda: table(ablate=lambda model, layer, head: model), "nothing_switched_off", "no head was switched off"),
+    (lambda: table(model=copy.deepcopy(REVERSE), ablate=in_place), "cumulative", "a fresh copy"),
+    (lambda: {**table(), (1, 0): 0.5}, "values", "1.0: yours 0.50, measured "),
+    (lambda: {k: v for k, v in table().items() if k != (1, 3)}, "keys", "no entry for (1, 3)"),
+    (lambda: {**table(), (0, 0): {"exact_match": 0.2}}, "a_dict_of_scores", "store the number"),
+    (lambda: list(table().values()), "not_a_dict", "a list, expected a dict"),
+])
+def test_a_wrong_table_is_named(found, diagnosis, words):
+    with pytest.raises(minitf.ExerciseError) as info:
+        head_census.diagnose(found(), REVERSE, HELD_OUT["reverse"])
+    assert info.value.diagnoses == (diagnosis,)
+    assert words in str(info.value) and "\nHint: " in str(info.value)
+
+
+def test_check_prints_instead_of_raising(capsys):
+    head_census.check({}, REVERSE, HELD_OUT["reverse"])
+    assert capsys.readouterr().out.startswith("found: empty")
+
+
+def test_notebook_06_checks_the_learner_s_table():
+    import json
+    cells = json.loads((ROOT / "notebooks" / "06_attention_heatmaps.ipynb").read_text())["cells"]
+    turn = next(c for c in cells if c["cell_type"] == "code" and "found = {}" in "".join(c["source"]))
+    assert 'head_census.check(found, models["reverse"], held_out["reverse"])' in "".join(turn["source"])
+    assert "".join(turn["outputs"][0]["text"]).startswith("found: empty: the loop body is still `pass`")
