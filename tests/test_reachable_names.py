@@ -22,6 +22,9 @@ import pytest
 import minitf
 from conftest import ROOT
 
+# slow as a whole: each module builds something once (a wheel, the site, a fresh interpreter's view)
+pytestmark = pytest.mark.slow
+
 # each shadowed module of the face with a name that lives only in the module
 SHADOWED = {"minitf.core.train": "make_optimizer", "minitf.core.generate": "continue_ids",
             "minitf.core.evaluate": "greedy_outputs", "minitf.views.trace": "Trace",
@@ -260,7 +263,6 @@ def resolved():
                    for part in items} | {"self-test ok": unresolved(items["self-test ok"])}
 
 
-@pytest.mark.slow
 def test_every_shadowed_module_is_reachable_in_a_fresh_interpreter(resolved):
     items, failed = resolved
     assert len(items["shadowed"]) == 2 * len(SHADOWED)

@@ -16,6 +16,9 @@ import pytest
 
 from conftest import ROOT
 
+# slow as a whole: each module builds something once (a wheel, the site, a fresh interpreter's view)
+pytestmark = pytest.mark.slow
+
 spec = importlib.util.spec_from_file_location("site_builder", ROOT / "tools" / "site.py")
 site = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(site)
@@ -68,7 +71,6 @@ def remote(url: str) -> bool:
     return bool(urlsplit(url).scheme in ("http", "https") or url.startswith("//"))
 
 
-@pytest.mark.slow
 def test_one_page_per_notebook_and_the_readme_as_front_page(built):
     out, result = built
     assert sorted(result["notebooks"]) == [p.name for p in NOTEBOOKS]

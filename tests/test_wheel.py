@@ -26,6 +26,9 @@ import pytest
 
 from conftest import ROOT
 
+# slow as a whole: each module builds something once (a wheel, the site, a fresh interpreter's view)
+pytestmark = pytest.mark.slow
+
 WINGS = ("core", "course", "views", "experiments")
 ESSENTIAL = {"minitf/__init__.py", "minitf/cli.py", *(f"minitf/{w}/__init__.py" for w in WINGS),
              "minitf/views/static/explorer.js", "minitf/views/static/explorer.css",
@@ -144,13 +147,11 @@ def under(path: str | None, folder: Path) -> bool:
     return path is not None and Path(path).resolve().is_relative_to(folder.resolve())
 
 
-@pytest.mark.slow
 def test_the_wheel_holds_every_file_of_the_package(wheel):
     problems = wheel_problems(zipfile.ZipFile(wheel).namelist(), package_files())
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.slow
 def test_minitf_comes_from_the_install_and_the_repository_is_not_importable(installed):
     report, site = installed["report"], installed["site"]
     assert under(report["file"], site) and not under(report["file"], ROOT)
