@@ -861,7 +861,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--context", type=int, default=None,
                    help=f"with --text: bytes per training window (default {DEFAULT_CONTEXT})")
     t.add_argument("--train", help="pairs file (default: generate --n-train pairs of --task)")
-    t.add_argument("--val", help="pairs file (default: --n-val fresh held-out pairs of --task)")
+    t.add_argument("--val", help="pairs file (default: with --train, the pairs of one input in 10 "
+                   "of that file, held out; else --n-val fresh held-out pairs of --task)")
     t.add_argument("--skip-bad-lines", action="store_true",
                    help="read only the good lines of --train/--val files, saying how many were "
                    "skipped")
@@ -870,7 +871,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--n-train", type=int, default=20000,
                    help="generated training pairs (without --train)")
     t.add_argument("--n-val", type=int, default=1000,
-                   help="fresh held-out pairs (without --val); 0: no validation")
+                   help="held-out pairs without --val: generated ones, or at most this many inputs "
+                   "held out of --train; 0: no validation")
     t.add_argument("--val-repeats", type=float, default=0.0,
                    help="fraction of the fresh held-out inputs with repeated bytes (as --repeats)")
     t.add_argument("--repeats", type=float, default=0.0,

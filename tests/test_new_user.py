@@ -48,6 +48,15 @@ def test_a_pairs_file_without_val_holds_out_part_of_itself(tmp_path):
     assert cli.train_val_pairs(none) == (minitf.read_pairs(path), [])
 
 
+def test_a_run_without_validation_is_described_as_such(tmp_path, capsys):
+    out = tmp_path / "m.pt"
+    assert main(["train", "--n-train", "30", "--n-val", "0", "--out", str(out), *TINY]) == 0
+    assert "validating on nothing (--n-val 0)" in capsys.readouterr().out
+    meta = minitf.load(out).metadata
+    assert meta["val"] is None and "validated_on" not in meta
+    assert "validation at step" not in checkpoint.describe(meta) and "2 steps" in checkpoint.describe(meta)
+
+
 def test_a_held_out_input_is_held_out_with_all_its_pairs():
     pairs = [minitf.Pair(bytes([65 + i % 20]), b"x") for i in range(200)]  # 20 inputs, 10 pairs each
     train, val = cli.hold_out(pairs, 1000, 0, "f.txt")
@@ -72,6 +81,7 @@ def test_the_checkpoint_records_what_it_was_validated_on(tmp_path, capsys):
     on = model.metadata["validated_on"]
     assert on.startswith(f"30 pairs held out of {path}") and "not trained on" in on
     assert f"validating on {on}" in said
+    assert f"validated on {on}" in checkpoint.describe(model.metadata)
     _, val = cli.train_val_pairs(parse(model.metadata["command"].split()[3:]))
     recorded = model.metadata["val"]
     scored = minitf.evaluate(model, val)  # the recorded metrics are those of the held-out pairs
