@@ -22,15 +22,16 @@ import sys as _sys
 def _interrupted_while_starting(signum, frame):
     """Ctrl-C while the command line is still importing (torch takes seconds): one line and exit
     status 130 (128 + SIGINT, the shell's convention) instead of a traceback through the imports.
-    minitf.cli.main puts Python's usual handler back once it runs, and handles Ctrl-C itself."""
+    Python's usual handler is back once the package is imported; minitf.cli.main handles Ctrl-C."""
     _sys.stderr.write("minitf: interrupted (Ctrl-C) while starting; nothing was done\n")
     raise SystemExit(130)
 
 
 # `python -m minitf …` (sys.argv[0] is "-m" while the package is imported) or the `minitf` script
 _argv0 = (getattr(_sys, "argv", None) or [""])[0]
-if ((_argv0 == "-m" or _os.path.basename(_argv0) == "minitf")
-        and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler):
+_STARTING = ((_argv0 == "-m" or _os.path.basename(_argv0) == "minitf")
+             and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler)
+if _STARTING:
     _signal.signal(_signal.SIGINT, _interrupted_while_starting)
 
 from .core.attention import MultiHeadAttention, attention, causal_mask
@@ -69,3 +70,6 @@ from .experiments import results, smallest
 from .views import diagram, explorer, heatmaps
 
 __version__ = "0.1.0"
+
+if _STARTING:  # imported: Ctrl-C is a KeyboardInterrupt again, which minitf.cli.main turns into a line
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)

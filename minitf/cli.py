@@ -19,7 +19,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from . import __version__, _interrupted_while_starting
+from . import __version__
 from .core import recipes
 from .core.checkpoint import CheckpointError, load, save, train_state
 from .core.config import PRESETS, Config
@@ -299,7 +299,7 @@ def train_val_pairs(args, max_len: int | None = None):
     return train_pairs, val_pairs
 
 
-HELD_OUT_SHARE = 10  # a --train file without --val holds out one pair in this many (at most --n-val)
+HELD_OUT_SHARE = 10  # a --train file without --val holds out one input in this many (<= --n-val)
 
 
 def hold_out(pairs, n_val: int, seed: int, path):
@@ -704,7 +704,10 @@ def cmd_generate(args) -> int:
     sampling = {"temperature": temperature, "top_k": args.top_k, "top_p": args.top_p,
                 "seed": args.seed, "max_new": args.max_new}
     for text in args.text:  # all checked first: every input answered, or an error and no output
-        text_prompt(text) if lm else pair_prompt(model, text)
+        if lm:
+            text_prompt(text)
+        else:
+            pair_prompt(model, text)
     out = sys.stdout
     decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
     written = 0
@@ -1040,8 +1043,6 @@ def main(argv=None) -> int:
     input: one line on stderr), 130 (Ctrl-C: one line on stderr; `train` saves first, `generate`
     keeps what it printed), 141 (the reader of stdout went away, as with `… | head`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
-        signal.signal(signal.SIGINT, signal.default_int_handler)  # started: Ctrl-C is handled here
     try:
         status = run(argv)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
