@@ -14,12 +14,32 @@ The doors stand at the top: `cli` (`python -m minitf`), `notebook` (the one-line
 `doctor` (why your numbers may differ from the stored ones) and `lightning` (optional). Wings
 import the core, never one another or a door (tests/test_architecture.py holds that rule).
 """
+import os as _os
+import signal as _signal
+import sys as _sys
+
+
+def _interrupted_while_starting(signum, frame):
+    """Ctrl-C while the command line is still importing (torch takes seconds): one line and exit
+    status 130 (128 + SIGINT, the shell's convention) instead of a traceback through the imports.
+    Python's usual handler is back once the package is imported; minitf.cli.main handles Ctrl-C."""
+    _sys.stderr.write("minitf: interrupted (Ctrl-C) while starting; nothing was done\n")
+    raise SystemExit(130)
+
+
+# `python -m minitf …` (sys.argv[0] is "-m" while the package is imported) or the `minitf` script
+_argv0 = (getattr(_sys, "argv", None) or [""])[0]
+_STARTING = ((_argv0 == "-m" or _os.path.basename(_argv0) == "minitf")
+             and _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler)
+if _STARTING:
+    _signal.signal(_signal.SIGINT, _interrupted_while_starting)
+
 from .core.attention import MultiHeadAttention, attention, causal_mask
 from .core.baselines import Baselines, baseline_losses
-from .core.checkpoint import CheckpointError, checkpoint_pairs, load, save
+from .core.checkpoint import CheckpointError, checkpoint_pairs, load, save, train_state
 from .core.config import Config, seed_dropout
-from .core.data import (DataError, Pair, ReadReport, TASKS, make_batch, make_pairs, read_pairs,
-                        sequence, shift_bytes, write_pairs)
+from .core.data import (DataError, Pair, PairsRead, ReadReport, TASKS, make_batch, make_pairs,
+                        read_pairs, sequence, shift_bytes, write_pairs)
 from .core.evaluate import evaluate, exact_match_by_length, masked_loss
 from .core.ffn import FeedForward
 from .core.generate import generate, generate_text, next_byte_probs
@@ -50,3 +70,6 @@ from .experiments import results, smallest
 from .views import diagram, explorer, heatmaps
 
 __version__ = "0.1.0"
+
+if _STARTING:  # imported: Ctrl-C is a KeyboardInterrupt again, which minitf.cli.main turns into a line
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)

@@ -7,9 +7,11 @@ checkpoint. A bad input is one line on stderr, `minitf: error: …`, and exit st
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import math
 import os
+import random
 import shlex
 import signal
 import sys
@@ -25,10 +27,10 @@ from .core.data import (TASKS, DataError, iter_pairs, make_splits, parse_line, r
                         write_pairs)
 from .core.devices import CHOICES as DEVICES, pick_device
 from .core.evaluate import evaluate, exact_match_by_length
-from .core.generate import check_sampling, generate, generate_text
+from .core.generate import check_sampling, generate, generate_text, pair_prompt, text_prompt
 from .core.model import Transformer, count_parameters
 from .core.text import evaluate_text, read_text, text_baselines
-from .core.train import train
+from .core.train import DEFAULT_STEPS, train
 
 
 def fail(message: str) -> int:
@@ -56,9 +58,19 @@ AT_LEAST_ONE = {
     "data make": {"--n": "pairs to make", "--min-len": "bytes of the shortest input",
                   "--max-len": "bytes of the longest input"},
     "data check": {"--max-len": "the longest sequence a model reads"},
-    "eval": {"--context": "bytes per window"},
-    "generate": {"--max-new": "bytes to generate"},
+    "eval": {"--context": "bytes per window", "--threads": "CPU threads"},
+    "generate": {"--max-new": "bytes to generate", "--threads": "CPU threads"},
 }
+
+DEFAULT_CONTEXT = 64  # train --text: bytes per window when --context is not given
+DEFAULT_WARMUP = 50   # train: steps of warm-up when --warmup is not given
+
+
+def fraction_problem(flag: str, value: float, meaning: str) -> str | None:
+    """A flag that is a fraction in [0, 1]: what is wrong with its value, or None."""
+    if not (math.isfinite(value) and 0 <= value <= 1):
+        return f"{flag} must be a fraction in [0, 1] ({meaning}), got {value}"
+    return None
 
 
 def dest(flag: str) -> str:
@@ -77,8 +89,41 @@ def check_args(args) -> str | None:
     if command == "train":
         if not (math.isfinite(args.lr) and args.lr > 0):
             return f"--lr must be a number > 0 (the peak learning rate), got {args.lr}"
-        if args.warmup < 0:
+        if args.warmup is not None and args.warmup < 0:
             return f"--warmup must be >= 0 (steps of linear warm-up), got {args.warmup}"
+        if args.warmup is not None and args.warmup > args.steps:
+            return (f"--warmup {args.warmup} is longer than --steps {args.steps}: the learning "
+                    f"rate would still be rising when training ends and never reach --lr; give "
+                    f"--warmup {args.steps} or less")
+        if args.n_val < 0:
+            return (f"--n-val must be a whole number >= 0 (held-out pairs; 0: no validation), "
+                    f"got {args.n_val}")
+        for flag, meaning in (("--repeats", "of the generated training inputs"),
+                              ("--val-repeats", "of the generated held-out inputs")):
+            problem = fraction_problem(flag, getattr(args, dest(flag)), meaning)
+            if problem:
+                return problem
+        if not (math.isfinite(args.embed_lr) and args.embed_lr > 0):
+            return (f"--embed-lr must be a number > 0 (the embedding's lr is --lr times it), "
+                    f"got {args.embed_lr}")
+        if args.muon_lr is not None and args.optimizer != "muon":
+            return (f"--muon-lr is Muon's learning rate, and --optimizer is {args.optimizer}: "
+                    "give --optimizer muon, or leave out --muon-lr")
+        if args.muon_lr is not None and not (math.isfinite(args.muon_lr) and args.muon_lr > 0):
+            return f"--muon-lr must be a number > 0 (Muon's peak learning rate), got {args.muon_lr}"
+        if not 0 < args.cooldown <= 1:
+            return (f"--cooldown must be a fraction in (0, 1] (of the steps spent decaying), "
+                    f"got {args.cooldown}")
+        if args.context is not None and not args.text:
+            return ("--context is the window length of --text's language model; pairs have no "
+                    "windows (--max-len sets the longest sequence a pairs model reads)")
+        if not args.text and not args.train:
+            longest = 2 * args.pair_len + 1  # input TAB output: the model reads all but EOS
+            if longest > max_len(args):
+                return (f"--pair-len {args.pair_len} makes sequences of up to {longest} tokens "
+                        f"(input, TAB, output), and the model reads at most {max_len(args)} "
+                        f"(--max-len): give --pair-len {(max_len(args) - 1) // 2} or less, or "
+                        f"--max-len {longest} or more")
         if isinstance(args.devices, int) and args.devices < 1:
             return f"--devices must be a whole number >= 1 or auto, got {args.devices}"
         if args.text and (args.train or args.val):
@@ -117,15 +162,21 @@ def warn_if_pairs_file(path) -> None:
              "it as plain bytes, Base64 and all; a pairs file goes without --text")
 
 
-def read_pairs_arg(path, args, max_len: int | None = None):
+def read_pairs_arg(path, args, max_len: int | None = None, flag: str | None = None):
     """A pairs file named on the command line: strictly (a bad line is an error, and main points
-    to `data check`), or with --skip-bad-lines only its good pairs, saying how many were skipped."""
+    to `data check`), or with --skip-bad-lines only its good pairs, saying how many were skipped.
+    Pairs longer than max_len (the model's) are bad lines. A file without a pair is refused."""
+    named = f"{flag} {path}" if flag else str(path)
     if not getattr(args, "skip_bad_lines", False):
-        return read_pairs(path, max_len=max_len)
-    pairs, report = read_pairs(path, strict=False, max_len=max_len)
+        pairs = read_pairs(path, max_len=max_len)
+        if not pairs:
+            raise ValueError(f"{named} holds no pairs (the file is empty or blank)")
+        return pairs
+    pairs = read_pairs(path, strict=False, max_len=max_len)
+    report = pairs.report
     check = f"python -m minitf data check {shlex.quote(str(path))}"
     if not pairs:
-        raise ValueError(f"{path}: none of its {report.lines} lines is a pair (`{check}` says why)")
+        raise ValueError(f"{named}: none of its {report.lines} lines is a pair (`{check}` says why)")
     if report.skipped:
         warn(f"{path}: skipped {len(report.skipped)} bad lines of {report.lines} and read "
              f"{report.pairs} pairs (--skip-bad-lines; `{check}` lists them)")
@@ -147,7 +198,7 @@ def model_kind(model) -> str | None:
 def cmd_data_check(args) -> int:
     bad = 0
     for path in args.files:
-        pairs, report = read_pairs(path, strict=False, max_len=args.max_len)
+        report = read_pairs(path, strict=False, max_len=args.max_len).report
         for line, reason in report.skipped:
             print(f"{path}:{line}: {reason}")
         print(report)
@@ -182,7 +233,12 @@ def cmd_data_make(args) -> int:
         from tqdm.auto import tqdm
         pairs = tqdm(pairs, total=args.n, desc="data make", unit=" pairs", unit_scale=True,
                      leave=False, mininterval=0.5)
-    write_pairs(args.out, pairs, overwrite=args.force)  # streamed: memory holds no list of pairs
+    try:
+        write_pairs(args.out, pairs, overwrite=args.force)  # streamed: no list of pairs in memory
+    except KeyboardInterrupt:
+        print(f"minitf: interrupted (Ctrl-C); {args.out} was not written (a pairs file is written "
+              "whole or not at all)", file=sys.stderr)
+        return 130
     print(f"wrote {args.n} {args.task} pairs (seed {args.seed}) to {args.out}")
     return 0
 
@@ -217,7 +273,12 @@ def max_len(args) -> int:
     """--max-len, else the text's --context (a language model reads windows of that length) or 128."""
     if args.max_len:
         return args.max_len
-    return args.context if getattr(args, "text", None) else 128
+    return text_context(args) if getattr(args, "text", None) else 128
+
+
+def text_context(args) -> int:
+    """train --text's window length: --context, or 64 when it is not given."""
+    return DEFAULT_CONTEXT if args.context is None else args.context
 
 
 def split_args(args) -> dict:
@@ -228,11 +289,54 @@ def split_args(args) -> dict:
             "val_repeats": args.val_repeats}
 
 
-def train_val_pairs(args):
-    """The pairs `train` uses: the --train/--val files, or generated ones (data.make_splits)."""
-    given = read_pairs_arg(args.train, args) if args.train else None
-    train_pairs, val_pairs = make_splits(**split_args(args), train=given)
-    return train_pairs, (read_pairs_arg(args.val, args) if args.val else val_pairs)
+def train_val_pairs(args, max_len: int | None = None):
+    """The pairs `train` uses: (training pairs, held-out pairs). --train FILE and --val FILE are
+    read (pairs longer than max_len are bad lines); a --train FILE without --val holds out part of
+    itself (hold_out); without --train, pairs of --task are generated (data.make_splits).
+    validated_on(args, held-out pairs) says which of these the held-out pairs are."""
+    if args.train:
+        given = read_pairs_arg(args.train, args, max_len=max_len, flag="--train")
+        if args.val:
+            return given, read_pairs_arg(args.val, args, max_len=max_len, flag="--val")
+        return hold_out(given, args.n_val, args.seed, args.train)
+    train_pairs, val_pairs = make_splits(**split_args(args))
+    if args.val:
+        val_pairs = read_pairs_arg(args.val, args, max_len=max_len, flag="--val")
+    return train_pairs, val_pairs
+
+
+HELD_OUT_SHARE = 10  # a --train file without --val holds out one input in this many (<= --n-val)
+
+
+def hold_out(pairs, n_val: int, seed: int, path):
+    """(training pairs, held-out pairs) of one pairs file: one input in HELD_OUT_SHARE, at most
+    n_val, drawn with the seed; every pair of a held-out input is held out, so no validation input
+    is trained on. n_val 0: all pairs train and none validates. The task of the file is unknown,
+    so generated pairs of --task would not measure it (a sort model scored on shift pairs)."""
+    if n_val == 0:
+        return pairs, []
+    inputs = list(dict.fromkeys(p.input for p in pairs))
+    n = min(n_val, len(inputs) // HELD_OUT_SHARE)
+    if n == 0:
+        raise ValueError(f"--train {path} has {len(inputs)} distinct inputs: too few to hold out "
+                         f"one in {HELD_OUT_SHARE} for validation; give --val FILE, or --n-val 0 to "
+                         "train without validation")
+    held = set(random.Random(seed + 3000).sample(inputs, n))
+    return [p for p in pairs if p.input not in held], [p for p in pairs if p.input in held]
+
+
+def validated_on(args, val_pairs) -> str | None:
+    """What the held-out pairs are, in words (the checkpoint records it), or None: no validation."""
+    if args.text:
+        return f"the last 10 % of {args.text}"
+    if not val_pairs:
+        return None
+    if args.val:
+        return f"{len(val_pairs)} pairs of {args.val}"
+    if args.train:
+        return (f"{len(val_pairs)} pairs held out of {args.train} (1 input in {HELD_OUT_SHARE}, "
+                f"at most --n-val {args.n_val}, drawn with --seed {args.seed}; not trained on)")
+    return f"{len(val_pairs)} generated {args.task} pairs with inputs not trained on"
 
 
 LOSS_CURVE_EVERY = 10  # the stored training-loss curve: the mean of every 10 steps
@@ -248,6 +352,10 @@ def cmd_train(args) -> int:
     state = None
     if args.resume:
         args, state = resumed_args(args)
+    if args.text and args.context is None:
+        args.context = DEFAULT_CONTEXT
+    if args.warmup is None:
+        args.warmup = DEFAULT_WARMUP
     problem = out_problem(args) or target_problem(args)
     if problem:
         return fail(problem)
@@ -270,9 +378,11 @@ def cmd_train(args) -> int:
         described = (f"text {args.text}: {len(text.train):,} training and {len(text.val):,} "
                      f"validation bytes, windows of {args.context}")
     else:
-        train_data, val_data = train_val_pairs(args)
+        train_data, val_data = train_val_pairs(args, max_len=config.max_len)
         described = (f"{len(train_data)} training pairs "
                      f"({'from ' + args.train if args.train else f'generated {args.task}'})")
+    args.validated_on = validated_on(args, val_data)
+    described += f"; validating on {args.validated_on or 'nothing (--n-val 0)'}"
     if args.trainer == "lightning":
         model = Transformer(config)  # initialised on the CPU: the same weights whatever the device
         hist, run = train_with_lightning(args, model, train_data, val_data, described)
@@ -362,6 +472,7 @@ def save_run(model, args, hist, run: dict, partial: dict | None = None) -> None:
         **({"target_exact": args.target_exact, "steps_trained": len(hist.loss)}
            if args.target_exact is not None else {}),
         **({"resumed": args.resumed} if args.resumed else {}),
+        **({"validated_on": args.validated_on} if getattr(args, "validated_on", None) else {}),
         "train_seconds": round(hist.seconds, 1), "val": final, "val_curve": hist.val,
         "loss_curve_every": every, "loss_curve": curve, **kind, **run})
 
@@ -510,7 +621,15 @@ def devices_arg(value: str):
     return value if value == "auto" else int(value)
 
 
+def use_threads(args) -> None:
+    """--threads for the command (1 by default): torch's default, a thread per core, makes these
+    small models slower, and on a shared machine many times slower (3 of 9 runs 9x)."""
+    import torch
+    torch.set_num_threads(args.threads)
+
+
 def cmd_eval(args) -> int:
+    use_threads(args)
     model = load(args.checkpoint).to(pick_device(args.device))
     kind = model_kind(model)
     if args.text and kind == "pairs":
@@ -551,24 +670,78 @@ SAMPLING_FLAGS = {"temperature": "--temperature", "top_k": "--top-k", "top_p": "
                   "greedy": "--greedy"}
 
 
+# generate --max-new for a language model: at most this many bytes in one run. Measured here:
+# about 900 bytes a second for lm.pt on one thread of the course's busy 2-core AMD EPYC.
+MAX_NEW_TEXT = 20_000
+
+
+def max_new_problem(max_new: int | None, model, lm: bool) -> str | None:
+    """What is wrong with --max-new for this model, or None. A pairs model's sequence (input, TAB,
+    output) ends at its max_len, so a longer output cannot come; a language model writes on
+    without end, so a run is bounded where it would take minutes."""
+    if max_new is None:
+        return None
+    if lm and max_new > MAX_NEW_TEXT:
+        return (f"--max-new {max_new} is more than generate writes in one run ({MAX_NEW_TEXT:,} "
+                "bytes, about 20 s at the 900 bytes a second measured on a busy 2-core AMD EPYC; "
+                f"the model reads only its last {model.config.max_len} bytes, so a longer run "
+                f"writes no better text): give --max-new {MAX_NEW_TEXT} or less, and continue "
+                "from the end of the text")
+    room = model.config.max_len - 2  # a one-byte input and its TAB
+    if not lm and max_new > room:
+        return (f"--max-new {max_new} is more than a pairs model can write: its sequence (input, "
+                f"TAB, output) ends at max_len {model.config.max_len}, so an output has at most "
+                f"{room} bytes; give --max-new {room} or less")
+    return None
+
+
 def cmd_generate(args) -> int:
+    """Each input's output, printed as it is made: a language model's text byte by byte, a pairs
+    model's outputs line by line. Every input is checked before anything is printed. Ctrl-C keeps
+    what was printed, ends the line and exits 130."""
+    use_threads(args)
     model = load(args.checkpoint).to(pick_device(args.device))
     lm = model_kind(model) == "text"  # a language model continues each prompt
     temperature = check_sampling(args.temperature, args.top_k, args.top_p, greedy=args.greedy,
                                  vocab_size=model.config.vocab_size, default=1.0 if lm else 0.0,
                                  names=SAMPLING_FLAGS)
+    problem = max_new_problem(args.max_new, model, lm)
+    if problem:
+        return fail(problem)
     sampling = {"temperature": temperature, "top_k": args.top_k, "top_p": args.top_p,
-                "seed": args.seed}
-    lines = []  # every input is answered before anything is printed: all of them, or an error
-    for text in args.text:
+                "seed": args.seed, "max_new": args.max_new}
+    for text in args.text:  # all checked first: every input answered, or an error and no output
         if lm:
-            new = 200 if args.max_new is None else args.max_new
-            out = generate_text(model, text, new, **sampling)
-            lines.append(text + out.decode("utf-8", errors="backslashreplace"))
+            text_prompt(text)
         else:
-            out = generate(model, text, 64 if args.max_new is None else args.max_new, **sampling)
-            lines.append(f"{text}\t{out.decode('utf-8', errors='backslashreplace')}")
-    print("\n".join(lines))
+            pair_prompt(model, text)
+    out = sys.stdout
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
+    written = 0
+
+    def show(byte: int) -> None:
+        nonlocal written
+        out.write(decoder.decode(bytes([byte])))
+        out.flush()
+        written += 1
+
+    try:
+        for text in args.text:
+            if lm:
+                out.write(text)
+                generate_text(model, text, **sampling, on_byte=show)
+                out.write(decoder.decode(b"", final=True) + "\n")
+            else:
+                answer = generate(model, text, **sampling)
+                out.write(f"{text}\t{answer.decode('utf-8', errors='backslashreplace')}\n")
+                written += len(answer)
+            out.flush()
+    except KeyboardInterrupt:
+        out.write(decoder.decode(b"", final=True) + "\n")
+        out.flush()
+        print(f"minitf: interrupted (Ctrl-C); the {written:,} bytes generated so far are printed "
+              "above", file=sys.stderr)
+        return 130
     return 0
 
 
@@ -591,7 +764,7 @@ def cmd_info(args) -> int:
         rows.append(("command", meta.pop("command")))
     if "text" in meta:
         rows.append(("text", f"{meta.pop('text')}, context {meta.pop('context', '?')}"))
-    trained = [f"{meta.pop('steps')} steps" if "steps" in meta else None,
+    trained = [steps_reached(meta),
                f"seed {meta.pop('seed')}" if "seed" in meta else None,
                f"{meta.pop('train_seconds')} s" if "train_seconds" in meta else None]
     if any(trained):
@@ -616,6 +789,21 @@ def cmd_info(args) -> int:
                             subsequent_indent=" " * (width + 4), break_on_hyphens=False,
                             break_long_words=False))
     return 0
+
+
+def steps_reached(meta: dict) -> str | None:
+    """The steps a checkpoint's run trained, in words (popped from meta): the planned --steps, or
+    the step reached and the plan when the run stopped early (--target-exact, Ctrl-C, a save
+    part-way)."""
+    planned, trained, step = (meta.pop(k, None) for k in ("steps", "steps_trained", "step"))
+    reached = trained if trained is not None else step
+    if planned is None or reached is None or reached >= planned:
+        known = planned if planned is not None else reached
+        return None if known is None else f"{known} steps"
+    why = ("interrupted" if meta.get("interrupted") else
+           f"reached --target-exact {meta['target_exact']}" if "target_exact" in meta else
+           "saved part-way" if "saved_every" in meta else "stopped early")
+    return f"{reached} of {planned} planned steps ({why})"
 
 
 def format_number(v) -> str:
@@ -680,9 +868,11 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
                        epilog=recipes_help(), formatter_class=HelpFormatter)
     t.add_argument("--text", help="train a language model on this file (any bytes; first 90 %% "
                    "trains, last 10 %% validates) instead of on pairs")
-    t.add_argument("--context", type=int, default=64, help="with --text: bytes per training window")
+    t.add_argument("--context", type=int, default=None,
+                   help=f"with --text: bytes per training window (default {DEFAULT_CONTEXT})")
     t.add_argument("--train", help="pairs file (default: generate --n-train pairs of --task)")
-    t.add_argument("--val", help="pairs file (default: --n-val fresh held-out pairs of --task)")
+    t.add_argument("--val", help="pairs file (default: with --train, the pairs of one input in 10 "
+                   "of that file, held out; else --n-val fresh held-out pairs of --task)")
     t.add_argument("--skip-bad-lines", action="store_true",
                    help="read only the good lines of --train/--val files, saying how many were "
                    "skipped")
@@ -691,7 +881,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--n-train", type=int, default=20000,
                    help="generated training pairs (without --train)")
     t.add_argument("--n-val", type=int, default=1000,
-                   help="fresh held-out pairs (without --val); 0: no validation")
+                   help="held-out pairs without --val: generated ones, or at most this many inputs "
+                   "held out of --train; 0: no validation")
     t.add_argument("--val-repeats", type=float, default=0.0,
                    help="fraction of the fresh held-out inputs with repeated bytes (as --repeats)")
     t.add_argument("--repeats", type=float, default=0.0,
@@ -744,10 +935,11 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--dropout", type=float, default=None, help="default: the seed's rule")
     t.add_argument("--max-len", type=int, default=None,
                    help="longest sequence the model reads (default 128; with --text: --context)")
-    t.add_argument("--steps", type=int, default=2000, help="training steps")
+    t.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="training steps")
     t.add_argument("--batch-size", type=int, default=64, help="pairs or windows per step")
     t.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
-    t.add_argument("--warmup", type=int, default=50, help="steps of linear warm-up")
+    t.add_argument("--warmup", type=int, default=None,
+                   help=f"steps of linear warm-up, at most --steps (default {DEFAULT_WARMUP})")
     t.add_argument("--eval-every", type=int, default=None,
                    help="validate every N steps (default: once, at the end)")
     t.add_argument("--seed", type=int, default=0, help="random seed: weights, data, batches")
@@ -794,6 +986,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     e.add_argument("--context", type=int, default=None,
                    help="window length (default: the checkpoint's training context)")
     e.add_argument("--device", choices=DEVICES, default="cpu", help="auto = cuda, else mps, else cpu")
+    e.add_argument("--threads", type=int, default=1,
+                   help="CPU threads (models this small evaluate fastest on one)")
     e.set_defaults(func=cmd_eval)
 
     g = sub.add_parser("generate", help="print the model's output for each input (a language "
@@ -817,9 +1011,11 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
                    "in (0, 1]")
     g.add_argument("--seed", type=int, default=None, help="random seed: the same text every time")
     g.add_argument("--max-new", type=int, default=None,
-                   help="bytes to generate, >= 1 (default: 64 for pairs, up to EOS; 200 for a "
-                   "language model)")
+                   help="bytes to generate, >= 1 (default: 64 for pairs, up to EOS, and at most "
+                   f"max_len - 2; 200 for a language model, at most {MAX_NEW_TEXT:,})")
     g.add_argument("--device", choices=DEVICES, default="cpu", help="auto = cuda, else mps, else cpu")
+    g.add_argument("--threads", type=int, default=1,
+                   help="CPU threads (models this small generate fastest on one)")
     g.set_defaults(func=cmd_generate)
 
     d = sub.add_parser("doctor", help="why your numbers may differ from the book's: package "
@@ -891,11 +1087,15 @@ def with_recipe(name: str, argv: list[str]):
 
 def main(argv=None) -> int:
     """Run one command; returns the exit status: 0, 1 (`data check` found bad lines), 2 (a bad
-    input: one line on stderr), 141 (the reader of stdout went away, as with `… | head`)."""
+    input: one line on stderr), 130 (Ctrl-C: one line on stderr; `train` saves first, `generate`
+    keeps what it printed), 141 (the reader of stdout went away, as with `… | head`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         status = run(argv)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
+    except KeyboardInterrupt:  # Ctrl-C: one line, and the shell's status for SIGINT (128 + 2)
+        print("minitf: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         # `python -m minitf data check FILE | head`: stop quietly, as Unix tools do (killed by
         # SIGPIPE, the shell reports 128 + 13); what is still buffered goes nowhere

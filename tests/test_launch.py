@@ -3,11 +3,12 @@
 CI cannot reach Colab or PyPI's future, but it can keep what the course *says* true: every relative
 link in the Markdown pages and the notebooks' text points at a file (and a `#section` of a Markdown
 file at one of its headings), every `pip install` names the pinned version of each package it
-installs (pyproject.toml), and the Colab cell's tag is the package's version.
+installs (pyproject.toml), and the Colab cell clones a branch or tag that exists.
 """
 import json
 import re
 import shlex
+import subprocess
 import tomllib
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -167,11 +168,63 @@ def test_install_lines_that_drift_are_caught():
         [' -e ".[lightning]"']
 
 
-def test_the_colab_cell_clones_the_tag_of_this_version_and_installs_the_pins():
+def colab_cell() -> str:
     readme = (ROOT / "README.md").read_text()
     section = readme.split("### Open a notebook elsewhere (Colab)", 1)[1].split("\n### ", 1)[0]
-    cell = FENCE.search(section)[0]
-    assert f'MINITF_TAG = "v{project()["version"]}"' in cell
-    assert "--branch {MINITF_TAG}" in cell
+    return FENCE.search(section)[0]
+
+
+def git_refs() -> set[str] | None:
+    """The branch and tag names this repository has (remote branches without their remote's
+    name), or None when this is no git checkout (an unpacked sdist)."""
+    try:
+        done = subprocess.run(["git", "-C", str(ROOT), "for-each-ref", "--format=%(refname)"],
+                              capture_output=True, text=True, timeout=30)
+    except OSError:
+        return None
+    if done.returncode != 0:
+        return None
+    names = set()
+    for ref in done.stdout.split():
+        parts = ref.split("/")
+        if parts[:2] in (["refs", "heads"], ["refs", "tags"]):
+            names.add("/".join(parts[2:]))
+        elif parts[:2] == ["refs", "remotes"]:
+            names.add("/".join(parts[3:]))
+    return names
+
+
+def clone_problem(cell: str, refs: set[str]) -> str | None:
+    """What is wrong with the cell's `git clone`: None when it clones the default branch (no
+    --branch) or a branch or tag in `refs`; a {NAME} is the cell's NAME = "…" assignment."""
+    line = re.search(r"^!git clone (.+)$", cell, re.M)
+    if not line:
+        return "the cell has no `!git clone` line"
+    values = dict(re.findall(r'^(\w+) = "([^"]*)"', cell, re.M))
+    words = [re.sub(r"\{(\w+)\}", lambda m: values.get(m[1], m[0]), w)
+             for w in shlex.split(line[1])]
+    if "--branch" not in words:
+        return None  # the default branch: it always exists
+    ref = words[words.index("--branch") + 1]
+    if ref not in refs:
+        return f"--branch {ref}: no such branch or tag here (git clone says: Remote branch {ref} not found)"
+    return None
+
+
+def test_the_colab_cell_clones_what_exists_and_installs_the_pins():
+    cell = colab_cell()
+    refs = git_refs()
+    if refs is not None:
+        assert clone_problem(cell, refs) is None
+    assert "--branch" not in cell or refs is not None  # a named branch must be checkable here
     assert f"torch=={pins()['torch']}" in cell and "-e ./course" in cell
     assert "%cd course/notebooks" in cell  # the notebooks' relative paths (../data) then hold
+
+
+def test_a_clone_of_a_missing_tag_is_caught():
+    """The cell once cloned `--branch v0.1.0`, a tag that was never made."""
+    cell = 'MINITF_TAG = "v0.1.0"\n!git clone --quiet --depth 1 --branch {MINITF_TAG} {MINITF_REPO} course\n'
+    assert clone_problem(cell, {"main"}) == ("--branch v0.1.0: no such branch or tag here (git clone "
+                                             "says: Remote branch v0.1.0 not found)")
+    assert clone_problem(cell, {"main", "v0.1.0"}) is None
+    assert clone_problem("!git clone --quiet --depth 1 {MINITF_REPO} course\n", set()) is None

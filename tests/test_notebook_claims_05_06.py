@@ -13,8 +13,8 @@ from minitf.views.sampling_view import sample_output
 
 
 def test_05_the_seed_sample_holds_8_and_7_real_pairs_5_and_5_following_the_rule():
-    (train, train_report), (val, val_report) = (minitf.read_pairs(f"data/seed/{name}.txt", strict=False)
-                                                for name in ("train", "val"))
+    train, val = (minitf.read_pairs(f"data/seed/{name}.txt", strict=False) for name in ("train", "val"))
+    train_report, val_report = train.report, val.report
     assert (train_report.lines, len(train)) == (159, 8)
     assert (val_report.lines, len(val)) == (43, 7)
     assert [sum(p.output == minitf.shift_bytes(p.input) for p in ps) for ps in (train, val)] == [5, 5]

@@ -71,8 +71,10 @@ def describe(metadata: dict) -> str:
         run.append(f"text {metadata['text']}, windows of {metadata['context']} bytes")
     if run:
         lines.append(", ".join(run))
-    if "val" in metadata:
+    if metadata.get("val"):  # None: a run without validation (--n-val 0)
         lines.append(_scores(metadata["val"]))
+    if "validated_on" in metadata:
+        lines.append(f"validated on {metadata['validated_on']}")
     curves = [f"validation every {metadata['val_curve'][0]['step']:,} steps ({len(metadata['val_curve'])} points)"
               if metadata.get("val_curve") else "",
               f"training loss in means of {metadata['loss_curve_every']} steps ({len(metadata['loss_curve'])} points)"

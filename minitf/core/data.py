@@ -97,18 +97,23 @@ class ReadReport:
         return "\n".join(lines)
 
 
-class LenientRead(NamedTuple):
-    pairs: list[Pair]
-    report: ReadReport
+class PairsRead(list):
+    """What read_pairs returns, however it read: a list of Pair (used as any list) whose `report`
+    (a ReadReport) says how many lines were read and which were skipped, and why."""
+
+    def __init__(self, pairs, report: ReadReport):
+        super().__init__(pairs)
+        self.report = report
 
 
-def read_pairs(path, *, strict: bool = True, max_len: int | None = None):
-    """Read a Base64 pairs file.
+def read_pairs(path, *, strict: bool = True, max_len: int | None = None) -> PairsRead:
+    """Read a Base64 pairs file: a list of Pair (a PairsRead, whose .report counts what was read).
 
     strict (default): every non-blank line must be a pair, else DataError naming the first bad
     line and its reason, and how many of the file's lines are bad (the rest of the file is read to
-    count them). strict=False: returns (pairs, report) with the good pairs and every skipped line
-    counted. Blank lines and CRLF line endings are allowed.
+    count them). strict=False: the good pairs only; `.report.skipped` lists every skipped line
+    with its reason. max_len: a pair longer than a model of that max_len reads is a bad line.
+    Blank lines and CRLF line endings are allowed.
     """
     path = Path(path)
     report = ReadReport(str(path))
@@ -127,7 +132,7 @@ def read_pairs(path, *, strict: bool = True, max_len: int | None = None):
     if strict and report.skipped:
         line, reason = report.skipped[0]
         raise DataError(path, line, reason, bad=len(report.skipped), lines=report.lines)
-    return LenientRead(pairs, report) if not strict else pairs
+    return PairsRead(pairs, report)
 
 
 def encode_line(pair: Pair) -> str:

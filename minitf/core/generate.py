@@ -139,7 +139,7 @@ def check_sampling(temperature: float | None = None, top_k: int | None = None,
 
 @torch.no_grad()
 def generation_loop(model, ids: torch.Tensor, max_new_tokens: int, pick, *, cache: bool = True,
-                    until_eos: bool = False):
+                    until_eos: bool = False, on_step=None):
     """The one generation loop (pairs, text and the widgets all run it): (ids, logits).
 
     ids (B, T0) grow by up to max_new_tokens columns, each `pick(logits (B, V)) → (B,)`; logits
@@ -149,7 +149,8 @@ def generation_loop(model, ids: torch.Tensor, max_new_tokens: int, pick, *, cach
       or when the sequence reaches max_len.
     - otherwise (text): when the window is full it keeps its last half and reads it afresh.
     With `cache` only the new byte goes through the model at each step (`KVCache`); without, the
-    whole window is re-read. The two give the same logits (to float precision).
+    whole window is re-read. The two give the same logits (to float precision). on_step(new ids
+    (B,)) is called after every step, as soon as the bytes are picked (to show them as they come).
     """
     max_len, B = model.config.max_len, ids.size(0)
     start = max(0, ids.size(1) - max_len)  # the window: ids[:, start:]
@@ -174,6 +175,8 @@ def generation_loop(model, ids: torch.Tensor, max_new_tokens: int, pick, *, cach
                 done |= nxt == EOS
             ids = torch.cat([ids, nxt[:, None]], dim=1)
             rows.append(logits)
+            if on_step is not None:
+                on_step(nxt)
             if until_eos and done.all():
                 break
     if not rows:
@@ -201,20 +204,22 @@ def generate_ids(model, prompts: torch.Tensor, max_new_tokens: int, temperature:
     return generation_loop(model, prompts, max_new_tokens, pick, cache=False, until_eos=True)[0]
 
 
-def generate(model, text: bytes | str, max_new_tokens: int = 64, temperature: float = 0.0,
-             top_k: int | None = None, seed: int | None = None, tab: bool = True,
-             top_p: float | None = None, greedy: bool = False) -> bytes:
-    """The model's output for `text`: reads `text TAB` and returns the bytes before EOS.
+def new_byte_count(max_new_tokens: int | None, max_new: int | None, default: int) -> int:
+    """How many bytes to generate: max_new_tokens, or max_new (the command line's --max-new: the
+    two names mean the same), or the default; both given is a mistake."""
+    if max_new_tokens is not None and max_new is not None:
+        raise TypeError(f"give max_new_tokens ({max_new_tokens}) or max_new ({max_new}), not both: "
+                        "they are two names for the number of bytes to generate")
+    n = default if max_new_tokens is None and max_new is None else (
+        max_new if max_new_tokens is None else max_new_tokens)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"max_new_tokens must be a whole number >= 0, got {n!r}")
+    return n
 
-    Greedy by default (temperature 0, or greedy=True): the most likely byte every time; a
-    temperature > 0 samples, with top_k and top_p if given (check_sampling has the rule).
-    tab=False continues `text` as plain next-byte prediction instead, still up to EOS; a language
-    model, for which a newline is just a byte, continues text with `generate_text`.
-    """
-    temperature = check_sampling(temperature, top_k, top_p, greedy=greedy,
-                                 vocab_size=model.config.vocab_size, default=0.0)
-    if max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+
+def pair_prompt(model, text: bytes | str, tab: bool = True) -> list[int]:
+    """The ids a pairs model reads for `text`: its bytes and a TAB; ValueError if the text is empty
+    or leaves the model no room for an output."""
     prompt = list(to_bytes(text)) + ([TAB] if tab else [])
     if len(prompt) == int(tab):
         raise ValueError("text is empty: a pairs model answers an input, and every pair's input "
@@ -224,6 +229,33 @@ def generate(model, text: bytes | str, max_new_tokens: int = 64, temperature: fl
         raise ValueError(f"text is {len(prompt) - tab} bytes, and the model reads at most max_len "
                          f"= {model.config.max_len}: {'with the TAB after it ' if tab else ''}that "
                          f"leaves no room for an output; give at most {room} bytes")
+    return prompt
+
+
+def generate(model, text: bytes | str | list, max_new_tokens: int | None = None,
+             temperature: float = 0.0, top_k: int | None = None, seed: int | None = None,
+             tab: bool = True, top_p: float | None = None, greedy: bool = False, *,
+             max_new: int | None = None) -> bytes | list[bytes]:
+    """The model's output for `text`: reads `text TAB` and returns the bytes before EOS.
+
+    A list of texts gives the list of their outputs (each checked before any is generated, and
+    each sampled with the same seed, so an output does not depend on its neighbours).
+    max_new_tokens (or max_new, the command line's name; default 64) bounds the output; the
+    sequence also ends at the model's max_len. Greedy by default (temperature 0, or greedy=True):
+    the most likely byte every time; a temperature > 0 samples, with top_k and top_p if given
+    (check_sampling has the rule). tab=False continues `text` as plain next-byte prediction
+    instead, still up to EOS; a language model, for which a newline is just a byte, continues
+    text with `generate_text`.
+    """
+    max_new_tokens = new_byte_count(max_new_tokens, max_new, 64)
+    temperature = check_sampling(temperature, top_k, top_p, greedy=greedy,
+                                 vocab_size=model.config.vocab_size, default=0.0)
+    if isinstance(text, (list, tuple)):
+        for one in text:
+            pair_prompt(model, one, tab)
+        return [generate(model, one, max_new_tokens, temperature, top_k, seed, tab, top_p)
+                for one in text]
+    prompt = pair_prompt(model, text, tab)
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
     prompts = torch.tensor([prompt], device=device_of(model))  # (1, T0)
     out = generate_ids(model, prompts, max_new_tokens, temperature, top_k, gen, top_p)
@@ -234,9 +266,10 @@ def generate(model, text: bytes | str, max_new_tokens: int = 64, temperature: fl
 # --- text: continue a prompt, one new byte through the model per step ------------------------------
 
 def continue_ids(model, prompt: list[int], max_new_tokens: int, pick, cache: bool = True,
-                 until_eos: bool = False):
+                 until_eos: bool = False, on_byte=None):
     """One row of `generation_loop`: append up to max_new_tokens ids to `prompt`, each
-    `pick(logits (V,))` → (new ids, logits (steps, V)). until_eos stops after EOS (kept in new)."""
+    `pick(logits (V,))` → (new ids, logits (steps, V)). until_eos stops after EOS (kept in new).
+    on_byte(id) is called with each new id as soon as it is picked."""
     if not prompt:
         raise ValueError("generation needs a non-empty prompt")
     device = device_of(model)
@@ -244,32 +277,49 @@ def continue_ids(model, prompt: list[int], max_new_tokens: int, pick, cache: boo
     def pick_row(logits):  # (1, V) → (1,)
         return torch.as_tensor(pick(logits[0]), device=device).reshape(1)
 
+    each = None if on_byte is None else (lambda nxt: on_byte(int(nxt[0])))
     ids, logits = generation_loop(model, torch.tensor([prompt], device=device), max_new_tokens,
-                                  pick_row, cache=cache, until_eos=until_eos)
+                                  pick_row, cache=cache, until_eos=until_eos, on_step=each)
     return ids[0, len(prompt):].tolist(), logits[0]
 
 
-def generate_text(model, prompt: bytes | str, max_new_tokens: int = 200, *,
+def text_prompt(prompt: bytes | str) -> list[int]:
+    """The ids a language model continues: the prompt's bytes; ValueError if there are none."""
+    ids = list(to_bytes(prompt))
+    if not ids:
+        raise ValueError("prompt is empty: a language model continues a prompt of at least one "
+                         "byte")
+    return ids
+
+
+def generate_text(model, prompt: bytes | str | list, max_new_tokens: int | None = None, *,
                   temperature: float | None = None, top_k: int | None = None,
                   top_p: float | None = None, greedy: bool = False, seed: int | None = None,
-                  cache: bool = True) -> bytes:
-    """The next max_new_tokens bytes a language model writes after `prompt`.
+                  cache: bool = True, max_new: int | None = None,
+                  on_byte=None) -> bytes | list[bytes]:
+    """The next max_new_tokens bytes (or max_new, the command line's name; default 200) a
+    language model writes after `prompt`; for a list of prompts, the list of their continuations
+    (each checked before any is generated, each sampled with the same seed).
 
     greedy=True (or temperature 0) takes the most likely byte every time; otherwise each byte is
     drawn from next_byte_probs(logits, temperature, top_k, top_p) (temperature None: 1.0), with a
     torch.Generator seeded with `seed` (None: torch's global generator), so the same seed gives
-    the same text. check_sampling has the rule for the settings.
+    the same text. check_sampling has the rule for the settings. on_byte(b), if given, is called
+    with each new byte (an int) as soon as it is picked: a long text can be shown as it is made.
     """
+    max_new_tokens = new_byte_count(max_new_tokens, max_new, 200)
     temperature = check_sampling(temperature, top_k, top_p, greedy=greedy,
                                  vocab_size=model.config.vocab_size)
     greedy = temperature == 0
-    if max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-    if not to_bytes(prompt):
-        raise ValueError("prompt is empty: a language model continues a prompt of at least one "
-                         "byte")
+    for one in prompt if isinstance(prompt, (list, tuple)) else [prompt]:
+        text_prompt(one)
+    if isinstance(prompt, (list, tuple)):
+        return [generate_text(model, one, max_new_tokens, temperature=temperature, top_k=top_k,
+                              top_p=top_p, seed=seed, cache=cache, on_byte=on_byte)
+                for one in prompt]
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
 
     pick = picker(0.0 if greedy else temperature, top_k, top_p, gen)
-    new, _ = continue_ids(model, list(to_bytes(prompt)), max_new_tokens, pick, cache)
+    new, _ = continue_ids(model, text_prompt(prompt), max_new_tokens, pick, cache,
+                          on_byte=on_byte)
     return bytes(new)

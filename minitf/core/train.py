@@ -20,6 +20,9 @@ from .evaluate import evaluate, masked_loss
 from .tokens import IGNORE
 
 
+DEFAULT_STEPS = 2000  # train's steps when none are given, in Python and on the command line
+
+
 def lr_at(step: int, steps: int, lr: float, warmup: int, min_lr_ratio: float = 0.1) -> float:
     """Learning rate for step (0-based): linear warm-up to lr, then cosine down to lr·min_lr_ratio."""
     if step < warmup:
@@ -234,8 +237,9 @@ def validate(model, val) -> dict:
     return evaluate(model, val)
 
 
-def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *, steps: int = 1000,
-          batch_size: int = 64, lr: float = 3e-3, weight_decay: float = 0.01, warmup: int = 50,
+def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
+          steps: int = DEFAULT_STEPS, batch_size: int = 64, lr: float = 3e-3,
+          weight_decay: float = 0.01, warmup: int = 50,
           min_lr_ratio: float = 0.1, clip: float = 1.0, seed: int = 0, eval_every: int | None = None,
           progress: bool = True, optimizer: torch.optim.Optimizer | None = None,
           make_batch=None, stop_when=None, resume: dict | None = None, after_step=None,
