@@ -39,7 +39,7 @@ from .core.evaluate import masked_loss
 from .core.model import Transformer
 from .core.text import TextPart, check_fits, read_text
 from .core.tokens import IGNORE
-from .core.train import History, lr_at, make_batches, make_optimizer, validate
+from .core.train import DEFAULT_STEPS, History, lr_at, make_batches, make_optimizer, validate
 
 KINDS = ("pairs", "text")
 
@@ -67,7 +67,7 @@ class MinitfModule(L.LightningModule):
     """
 
     def __init__(self, config: Config | dict | None = None, *, kind: str = "pairs",
-                 steps: int = 1000, lr: float = 3e-3, weight_decay: float = 0.01, warmup: int = 50,
+                 steps: int = DEFAULT_STEPS, lr: float = 3e-3, weight_decay: float = 0.01, warmup: int = 50,
                  min_lr_ratio: float = 0.1, clip: float = 1.0, seed: int = 0,
                  model: Transformer | None = None):
         super().__init__()
@@ -225,7 +225,7 @@ class Recorder(L.Callback):
             self.history.val.append({"step": trainer.global_step, **module.val_metrics})
 
 
-def fit(model: Transformer, datamodule: MinitfDataModule, *, steps: int = 1000, lr: float = 3e-3,
+def fit(model: Transformer, datamodule: MinitfDataModule, *, steps: int = DEFAULT_STEPS, lr: float = 3e-3,
         weight_decay: float = 0.01, warmup: int = 50, min_lr_ratio: float = 0.1, clip: float = 1.0,
         seed: int = 0, eval_every: int | None = None, **trainer_options) -> History:
     """Train `model` in place with a Lightning Trainer; returns a minitf History (this process's).
