@@ -203,3 +203,19 @@ def test_12_takeaway_training_needed_the_slow_frequency_and_a_larger_layout():
     assert small.buckets["1-12"][2] == pytest.approx(0.017, abs=5e-4)  # the best seed
     assert max(small.buckets[b][2] for b in study.buckets) <= 0.017 + 5e-4
     assert not study["d8"].solved  # the same larger layout with the usual frequencies does not hold
+
+
+def test_07_counts_flops_as_notebook_13_does():
+    """07's sentence: 6 per parameter but the embedding, and trained byte, plus attention's part."""
+    from minitf import Config, Transformer
+    from minitf.core.flops import flops_per_token, non_embedding_parameters
+
+    assert "6 per\nparameter (the embedding left out) and trained byte, plus attention's" in \
+        "\n".join("".join(c["source"]) for c in json.loads(
+            (ROOT / "notebooks" / "07_origami_expansion.ipynb").read_text())["cells"])
+    config = Config()
+    model = Transformer(config)
+    weights = 6 * non_embedding_parameters(model)
+    assert flops_per_token(model, context=1) > weights  # attention's scores come on top
+    assert flops_per_token(model, context=8) - flops_per_token(model, context=4) == \
+        6 * config.n_layers * 4 * config.attn_dim  # and grow with the context
