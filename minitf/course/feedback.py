@@ -734,6 +734,15 @@ def _raising_frame(error: BaseException):
     return tb.tb_frame if tb is not None else None
 
 
+def _learners_missing_name(error: BaseException | None) -> bool:
+    """A NameError raised in the learner's own code (not minitf's or torch's), for a name that is
+    not defined at all (a local read before it is assigned is another mistake)."""
+    if not isinstance(error, NameError) or isinstance(error, UnboundLocalError):
+        return False
+    frame = _raising_frame(error)
+    return frame is not None and not frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
+
+
 def _missing_names(error: NameError) -> list[str]:
     """The name the NameError names, then every other global the same function reads that is not
     defined either: a learner who pastes code without its imports learns them all at once."""
@@ -1004,7 +1013,7 @@ def check_function(learner_fn, reference_fn, cases, name: str | None = None, hin
         if isinstance(e, ExerciseError):  # a driver naming what the comparison cannot see
             raise ExerciseError(f"{header}: {e}" + _hint(e.diagnoses, hint, hints_by_diagnosis),
                                 e.diagnoses) from None
-        if isinstance(e, NameError) and not isinstance(e, UnboundLocalError):
+        if _learners_missing_name(e):
             raise ExerciseError(f"{header} raised NameError: {e}{_raised_at(e)}{_name_error_advice(e)}",
                                 ("missing_name",)) from e
         if e is not None:
@@ -1046,7 +1055,7 @@ def check_property(learner_fn, args: tuple, judge: Callable, name: str | None = 
     library calls are reported as `check_function` reports them."""
     name = name or getattr(learner_fn, "__name__", "your function")
     got, e = _run_learner(learner_fn, args, {}, name, library, hint, hints_by_diagnosis)
-    if isinstance(e, NameError) and not isinstance(e, UnboundLocalError):
+    if _learners_missing_name(e):
         shown = _arguments((learner_fn,), args, {})
         raise ExerciseError(f"{name}" + (f" ({shown})" if shown else "")
                             + f" raised NameError: {e}{_raised_at(e)}{_name_error_advice(e)}",
