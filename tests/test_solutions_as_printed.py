@@ -6,7 +6,7 @@ cells imported and nothing else (solutions.py's own module imports do not travel
 namespace here is built from those cells' import statements, run in order: the names a Solution
 may rely on without defining them. A Solution that reads a name no cell above imports fails here
 as it fails in the notebook, with the feedback the learner would see ("add `from minitf import
-IGNORE`").
+IGNORE`"). A slow test does the same in a kernel, the notebook's own cells run from the top.
 """
 import ast
 import json
@@ -99,3 +99,32 @@ def test_a_solution_that_needs_a_name_no_cell_imports_fails_here_with_the_import
         workbook.run_check(name, namespace[f"my_{name}"])
     assert "from minitf import TAB, EOS" in str(info.value)
     assert "E[TAB] = E[EOS] = T" in str(info.value)  # the line that raised, as the learner sees it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", sorted({nb for nb, _, _ in exercises()}), ids=lambda nb: nb[:2])
+def test_in_a_kernel_every_solution_pasted_passes_as_the_learner_sees_it(notebook, tmp_path, monkeypatch):
+    """What a learner does, whole: the notebook's own cells run in a kernel from the top, with every
+    exercise cell holding its Solution as printed, up to the last check; each check must print ✓.
+    The fast test above builds the namespace from the imports alone; this one leaves nothing out."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path / "my_parts"))  # the saved pieces go here
+    monkeypatch.setenv("MINITF_THREADS", "1")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    nb = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
+    checks = {check: name for n, name, check in exercises() if n == notebook}
+    for check in checks:
+        nb.cells[check - 1].source = printed_solution(notebook, check)
+    nb.cells = nb.cells[:max(checks) + 1]
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    failed = []
+    for check, name in checks.items():
+        shown = "".join(o.get("text", "") if o.get("output_type") == "stream" else
+                        f"{o.get('ename')}: {o.get('evalue')}" if o.get("output_type") == "error" else ""
+                        for o in nb.cells[check].outputs)
+        if not shown.startswith("✓"):
+            failed.append(f"{name}: {shown.strip()}")
+    assert not failed, f"{notebook}: Solutions that fail as printed, in the notebook:\n" + "\n\n".join(failed)
