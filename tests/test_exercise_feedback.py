@@ -442,3 +442,55 @@ def test_an_exercise_diagnosis_may_read_the_case():
     with pytest.raises(ExerciseError) as info:
         check_function(lambda x: x / 2, lambda x: x + 1, [rand(3)], diagnoses=recognisers)
     assert "\n  Yours is x / 2" in str(info.value) and info.value.diagnoses == ("halved",)
+
+
+def learner_function(source: str, namespace: dict):
+    """A function as a learner defines it in a cell: exec'd in the notebook's namespace."""
+    exec(compile(source, "<cell>", "exec"), namespace)
+    return next(v for k, v in namespace.items() if k.startswith("my_"))
+
+
+def test_a_missing_import_is_named_with_the_import_instead_of_the_hint():
+    my_loss = learner_function(
+        "def my_loss(logits, targets):\n"
+        "    keep = targets != IGNORE\n"
+        "    return -(torch.log_softmax(logits, -1).gather(-1, targets.clamp(min=0)[..., None])[..., 0]"
+        " * keep).mean() / math.e\n", {"torch": torch})
+    logits, targets = rand(2, 3, 5), torch.tensor([[1, -100, 2], [0, 4, -100]])
+    error = fails(my_loss, lambda lg, t: lg.sum(), [(logits, targets)],
+                  hint="gather needs a valid index everywhere",
+                  hints_by_diagnosis={"raised": "gather needs a valid index everywhere"})
+    msg = str(error)
+    assert "raised NameError: name 'IGNORE' is not defined" in msg
+    assert "gather needs a valid index" not in msg  # the exercise's hint is about another mistake
+    # every name the function lacks, not only the first one read, each with its import
+    assert "add\n    from minitf import IGNORE\n    import math\n" in msg, msg
+    assert error.diagnoses == ("missing_name",)
+
+
+def test_names_from_one_module_share_one_import_line_and_aliases_get_theirs():
+    my_circle = learner_function(
+        "def my_circle(k):\n"
+        "    E = torch.zeros(256, 4, dtype=torch.float64)\n"
+        "    E[TAB] = E[EOS] = T + F.relu(F1)\n"
+        "    return E\n", {"torch": torch})
+    msg = str(fails(my_circle, lambda k: torch.zeros(256, 4, dtype=torch.float64), [(3,)]))
+    assert "from minitf import TAB, EOS" in msg
+    assert "from minitf.course.by_hand import T, F1" in msg
+    assert "import torch.nn.functional as F" in msg
+
+
+def test_a_misspelt_name_is_matched_to_the_one_meant():
+    my_double = learner_function("def my_double(values):\n    return valeus * 2\n", {})
+    msg = str(fails(my_double, lambda values: values * 2, [rand(3)]))
+    assert "`valeus` is defined nowhere your function can see it: did you mean `values`?" in msg
+
+
+def test_a_local_read_before_it_is_assigned_is_not_taken_for_a_missing_import():
+    def my_twice(x):
+        if x.sum() > 1e9:
+            y = x
+        return y * 2  # noqa: F821 — unbound: the ordinary "raised" message and the exercise's hint
+
+    error = fails(my_twice, lambda x: x * 2, [rand(3)], hint="assign y first")
+    assert error.diagnoses == ("raised",) and str(error).endswith("Hint: assign y first")

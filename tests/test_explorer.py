@@ -13,6 +13,7 @@ import pytest
 
 import minitf
 from minitf.views.explorer import MAX_BYTES, STATIC, build_view, from_text, to_text
+from minitf.course.by_hand import shift_by_hand
 from minitf.views.heatmaps import byte_labels
 from minitf.views.trace import fmt
 
@@ -268,3 +269,26 @@ def test_a_newline_ends_nothing_in_text_without_a_tab():
 def test_the_browser_side_disables_the_button_once_the_output_has_ended():
     js = (ROOT / "minitf" / "views" / "static" / "explorer.js").read_text()
     assert "step.disabled = m.T >= m.max_bytes || m.ended;" in js and "p.name" in js
+
+
+@pytest.mark.parametrize("model, text", [("shift_by_hand", "ab\tbc"), ("tiny", "Hi\t"),
+                                         ("shift", "abcdefghijklmnopqrstuvwxyz01234\t")])
+def test_every_line_of_the_picture_ends_inside_it(model, text):
+    """The summary of a model with many options (notebook 12's: coupled ids, a tied head) ran past
+    the right edge ("… head tied to the"): a long line is broken, and nothing reaches the edge."""
+    built = (shift_by_hand() if model == "shift_by_hand"
+             else minitf.load(ROOT / "data" / "checkpoints" / f"{model}.pt"))
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    fig = minitf.Explorer(built, text).static_figure()
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    right = fig.get_size_inches()[0] * fig.dpi
+    for t in fig.findobj(Text):  # the header lines, the keys, every panel's labels
+        if t.get_visible() and t.get_text().strip():
+            assert t.get_window_extent(renderer).x1 <= right, t.get_text()
+    shown = " ".join(t.get_text().replace("\n", " ") for t in fig.texts)
+    if model == "shift_by_hand":
+        assert "RoPE on q, k (coupled ids)\nhead tied to the embedding" in "\n".join(
+            t.get_text() for t in fig.texts)
+    assert "A picture of minitf.Explorer" in shown

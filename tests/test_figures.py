@@ -90,3 +90,52 @@ def test_plot_logged_says_how_many_points_each_metric_has_and_how_often():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "train_loss (4 points, logged every 50 steps)", "val_loss (2 points, logged every 100 steps)"]
     assert list(ax.lines[0].get_xdata()) == [49, 99, 149, 199]
+
+
+def rendered(fig):
+    """The figure's pixels (H, W, 4), as the inline backend draws them."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba())
+
+
+def pixels_of(fig, colour: str) -> int:
+    import numpy as np
+
+    rgb = np.array(mcolors.to_rgb(colour)) * 255
+    return int((np.abs(rendered(fig)[..., :3].astype(float) - rgb).max(-1) < 24).sum())
+
+
+def test_a_curve_that_coincides_with_a_later_one_stays_visible():
+    """Notebook 12: the by-hand model and the slow-frequency solver are both at 100 % everywhere, and
+    the later curve hid "by hand (yours)". Each earlier curve now rims the later ones."""
+    perfect = {n: 1.0 for n in range(1, 25)}
+    alone = pixels_of(figures.plot_exact_by_length({"by hand": perfect}), "C0")
+    falls = {n: 1.0 if n <= 12 else 0.0 for n in range(1, 25)}
+    covered = pixels_of(figures.plot_exact_by_length({"by hand": perfect, "a": falls, "b": falls,
+                                                      "trained": perfect}), "C0")
+    assert covered > 0.4 * alone, (covered, alone)
+
+
+def test_the_missing_half_figure_labels_do_not_collide():
+    """Notebook 07's left panel: six bars' labels two lines each ("attention" beside "stream" touched)."""
+    import torch
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from minitf.core.origami import widen
+    from minitf.experiments.results import GROWTH_START
+    from minitf.views.trace import trace
+
+    tiny = minitf.load(GROWTH_START)
+    seq = torch.tensor([list(b"Hello\tIfmmp")])
+    exact = widen(tiny, 2, noise=0.0, inputs=seq).model
+    t0 = trace(exact, seq)
+    fig = figures.plot_missing_half(t0, t0, {"none": 4.1, "FFN": 4.7, "all": 6.1})
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].get_xticklabels()]
+    assert len(boxes) == 6
+    for a, b in zip(boxes, boxes[1:]):
+        assert a.x1 + 2 < b.x0, (a, b)  # at least 2 px of space between neighbours

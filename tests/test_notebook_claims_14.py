@@ -143,3 +143,11 @@ def test_growth_into_the_best_size():
     assert alone["final_loss"] < late["final_loss"] < early["final_loss"]  # "later is lower, never is lowest"
     two_d64 = env.loss("2L d64", 1.0)
     assert two_d64 < env.loss("4L d64 (target)", 1.0) and f"2L d64 ({two_d64:.3f} at this budget)" in text
+
+
+def test_the_introduction_counts_the_questions_it_lists():
+    intro = json.loads(NOTEBOOK.read_text())["cells"][0]["source"]
+    text = "".join(intro)
+    listed = [line for line in intro if line[:3] in ("1. ", "2. ", "3. ", "4. ", "5. ")]
+    words = {2: "two", 3: "three", 4: "four", 5: "five"}
+    assert f"asks {words[len(listed)]}\nquestions" in text or f"asks {words[len(listed)]} questions" in text

@@ -162,6 +162,14 @@ MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must cont
     ("feed_forward", ffn_without_b_down, "_ffn_bias", "leaves out b_down"),
     ("feed_forward", lambda x, wu, bu, wd, bd: torch.relu((x @ wu.T + bu) @ wd.T + bd), "_relu_placement",
      "ReLU after the second map"),
+    # eps after the square root once passed: with eps = 1e-5 it moved no entry past the tolerance
+    ("rms_norm", lambda x, w, eps: x / (torch.sqrt((x ** 2).mean(-1, keepdim=True)) + eps) * w,
+     "_eps_outside_sqrt", "sqrt(mean(x²)) + eps"),
+    ("layer_norm", lambda x, w, b, eps: (x - x.mean(-1, keepdim=True))
+     / (x.std(-1, unbiased=False, keepdim=True) + eps) * w + b, "_eps_outside_sqrt", "sqrt(var) + eps"),
+    # a schedule of float64 tensors once passed: the comparison stacks the rates into one tensor
+    ("lr_at", lambda *a: torch.tensor(solutions.my_lr_at(*a), dtype=torch.float64), "_rate_is_a_tensor",
+     "the rate is a Python float"),
 ]
 
 

@@ -145,15 +145,23 @@ def _norm_slips(x, weight, bias, eps):
                                        "order")]
     gamma_beta = _first_slip(slips)
     gamma_beta.__name__ = "_gamma_beta"
-    return (gamma_beta,)
+    outside = _first_slip([((x - mean) / (torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True)) + eps)
+                            * weight + bias, "yours adds eps after the square root, sqrt(var) + eps: "
+                                             "it goes inside, sqrt(var + eps)")])
+    outside.__name__ = "_eps_outside_sqrt"
+    return (gamma_beta, outside)
 
 
 def _rms_slips(x, weight, eps):
-    """RMSNorm's γ left out."""
+    """RMSNorm's γ left out, or eps added after the square root."""
     gamma = _first_slip([(x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps),
                           "yours is x / rms without γ: multiply by weight (γ) at the end")])
     gamma.__name__ = "_gamma_beta"
-    return (gamma,)
+    outside = _first_slip([(x / (torch.sqrt((x ** 2).mean(-1, keepdim=True)) + eps) * weight,
+                            "yours adds eps after the square root, sqrt(mean(x²)) + eps: it goes "
+                            "inside, sqrt(mean(x²) + eps)")])
+    outside.__name__ = "_eps_outside_sqrt"
+    return (gamma, outside)
 
 
 def _rope_slips(x, cos, sin):
@@ -214,12 +222,15 @@ def _attention_cases():
 
 
 def _norm_cases(with_bias: bool):
+    """Three cases with the usual eps = 1e-5, and one with small inputs and eps = 0.1, where eps
+    outside the square root (sqrt(var) + eps) is not lost in the tolerance."""
     cases = []
-    for seed, shape in enumerate([(1, 4), (2, 3, 4), (5, 8)]):
-        x = _rand(*shape, seed=seed, low=-1, high=3)
+    for seed, (shape, scale, eps) in enumerate([((1, 4), 1, 1e-5), ((2, 3, 4), 1, 1e-5),
+                                                ((5, 8), 1, 1e-5), ((2, 6), 0.1, 0.1)]):
+        x = _rand(*shape, seed=seed, low=-scale, high=3 * scale)
         weight = _rand(shape[-1], seed=seed + 10, low=0.5, high=1.5)
         bias = _rand(shape[-1], seed=seed + 20, low=-0.5, high=0.5)
-        cases.append((x, weight, bias, 1e-5) if with_bias else (x, weight, 1e-5))
+        cases.append((x, weight, bias, eps) if with_bias else (x, weight, eps))
     return cases
 
 
@@ -373,7 +384,8 @@ EXERCISES = {e.name: e for e in [
                  "raised": "x.mean(-1) drops the last dimension; keepdim=True keeps it, so (x − mean) "
                            "lines up position by position",
                  "_gamma_beta": "γ and β come last, in this order: (x − mean) / sqrt(var + eps) "
-                                "* weight + bias"}},
+                                "* weight + bias",
+                 "_eps_outside_sqrt": "torch.sqrt(var + eps): eps keeps the square root away from 0"}},
              library={F.layer_norm: "F.layer_norm", torch.layer_norm: "torch.layer_norm",
                       torch.native_layer_norm: "torch.native_layer_norm",
                       nn.LayerNorm.forward: "nn.LayerNorm", LayerNorm.forward: "minitf.LayerNorm",
@@ -385,7 +397,9 @@ EXERCISES = {e.name: e for e in [
              "divide by sqrt(mean(x²) + eps) over the last dimension (keepdim=True); no mean is "
              "subtracted",
              options={"diagnoses": _rms_slips, "hints_by_diagnosis": {
-                 "_gamma_beta": "RMSNorm ends with × weight (γ): x / sqrt(mean(x²) + eps) * weight"}},
+                 "_gamma_beta": "RMSNorm ends with × weight (γ): x / sqrt(mean(x²) + eps) * weight",
+                 "_eps_outside_sqrt": "torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps): eps inside "
+                                      "the square root"}},
              library={F.rms_norm: "F.rms_norm", torch.rms_norm: "torch.rms_norm",
                       nn.RMSNorm.forward: "nn.RMSNorm", RMSNorm.forward: "minitf.RMSNorm"},
              own_work="x ** 2, .mean, torch.sqrt and torch.rsqrt are fine (the formula is the "
@@ -656,6 +670,8 @@ EXERCISES.update({ex.name: ex for ex in [
                                      for n, lr, w, r in training_checks.SCHEDULES],
                       "hints_by_diagnosis": {
                  "_no_warmup": "if step < warmup: return lr * (step + 1) / warmup",
+                 "_rate_is_a_tensor": "math.cos and math.pi work on Python floats and return one; "
+                                      "torch.cos and torch.tensor make a tensor",
                  "_cosine_to_zero": "the cosine goes from lr down to floor = lr * min_lr_ratio, not to 0",
                  "_off_by_one": "step is 0-based: warm-up lr·(step + 1)/warmup; after it, progress "
                                 "(step − warmup)/(steps − warmup)"}},

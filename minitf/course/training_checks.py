@@ -22,6 +22,7 @@ from ..core.evaluate import masked_loss
 from ..core.model import Transformer
 from ..core.tokens import IGNORE
 from ..core.train import lr_at
+from .feedback import ExerciseError, _describe
 
 # piece → (the call the training makes, the notebook whose exercise writes it)
 TRAINING_PIECES = {
@@ -213,8 +214,19 @@ SCHEDULES = [(100, 3e-3, 10, 0.1), (20, 1.0, 4, 0.0), (12, 0.5, 1, 0.25)]  # ste
 
 
 def drive_schedule(fn, steps, lr, warmup, min_lr_ratio):
-    """The whole curve: fn(step, …) for every step 0 … steps−1, as one float64 tensor."""
-    return _numbers([fn(step, steps, lr, warmup, min_lr_ratio) for step in range(steps)])
+    """The whole curve: fn(step, …) for every step 0 … steps−1, as one float64 tensor.
+
+    Each rate must be a Python number: the loop writes it into the optimizer's param groups and the
+    history, and a tensor there (torch.cos for math.cos) would pass a comparison of values."""
+    rates = [fn(step, steps, lr, warmup, min_lr_ratio) for step in range(steps)]
+    for step, rate in enumerate(rates):
+        if isinstance(rate, torch.Tensor):
+            raise ExerciseError(
+                f"step {step} returns {_describe(rate)}, {rate.item():.6g}, where the rate is a Python "
+                f"float: the training loop writes it into optimizer.param_groups and the history. "
+                f"Compute it with math.cos and arithmetic on numbers (or return rate.item())",
+                ("_rate_is_a_tensor",))
+    return _numbers(rates)
 
 
 def _schedule_slips(steps, lr, warmup, min_lr_ratio):

@@ -397,11 +397,11 @@ class RecipeGrowthResults:
     def table(self) -> str:
         labels = list(self.runs[0].reach)
         lines = [f"{'arm':<24} {'seed':>4} {'GFLOP':>6} {'exact':>7}  "
-                 + "  ".join(f"{label:>21}" for label in labels)]
+                 + "  ".join(f"{label:>19}" for label in labels)]
         for r in self.runs:
             cells = ["not reached" if x is None else f"step {x[0]:,}: {x[1]:.2f}×" for x in r.reach.values()]
             lines.append(f"{r.arm:<24} {r.seed:>4} {r.compute / 1e9:>6.0f} {r.final_exact_match:>7.1%}  "
-                         + "  ".join(f"{c:>21}" for c in cells))
+                         + "  ".join(f"{c:>19}" for c in cells))
         return "\n".join(lines)
 
 
@@ -617,13 +617,13 @@ class LMGrowthResults:
     def table(self) -> str:
         w = max(len(a.name) for a in self.arms) + 1
         lines = [f"{'arm':<{w}} {'FLOPs to scratch’s loss':>23} {'bound':>5} "
-                 f"{'loss at 25 / 50 / 75 / 100 %':>30} {'final':>6} {'jump':>6}"]
+                 f"{'loss at 25/50/75/100 %':>23} {'final':>6} {'jump':>6}"]
         for a in self.arms:
             ratios = " ".join("n/r " if x is None else f"{x:.2f}" for x in a.ratios)
-            losses = " / ".join("  —  " if None in v else f"{statistics.mean(v):.3f}" for v in a.loss_at.values())
+            losses = " ".join("  —  " if None in v else f"{statistics.mean(v):.3f}" for v in a.loss_at.values())
             jump = "" if not a.grown else f"{round(statistics.mean(a.growth_jump), 2) + 0.0:+.2f}"  # no −0.00
             bound = f"{a.bound:.2f}" if a.grown else ""
-            lines.append(f"{a.name:<{w}} {ratios:>23} {bound:>5} {losses:>30} "
+            lines.append(f"{a.name:<{w}} {ratios:>23} {bound:>5} {losses:>23} "
                          f"{statistics.mean(a.final_losses):>6.3f} {jump:>6}")
         return "\n".join(lines)
 
@@ -740,6 +740,9 @@ class LMFastArm:
         return statistics.median(self.ratios) if self.ratios else None
 
 
+ARM_WIDTH = 30  # characters of an arm's name per line in LMFastResults.table
+
+
 @dataclass
 class LMFastResults:
     """bench/lm_fast.py: `--recipe lm-fast`, one ablation row per trick, and the reference."""
@@ -762,14 +765,20 @@ class LMFastResults:
         """The median over seeds of the paired difference from lm-fast (nats per byte)."""
         return statistics.median(self.paired(name))
 
-    def table(self) -> str:
-        lines = [f"{'arm':<56} {'params':>8} {'steps':>5} {'ms/step':>7} {'CPU s':>6} "
-                 f"{'val loss (min–max)':>22} {'Δ paired':>8} {'wall ÷ ref':>10} {'CPU ÷ ref':>9}"]
+    def table(self, width: int = ARM_WIDTH) -> str:
+        """One row per arm; a name longer than `width` goes on over the lines below its row, so
+        the table stays narrower than a notebook's column (about 110 characters)."""
+        import textwrap
+
+        lines = [f"{'arm':<{width}} {'params':>7} {'steps':>5} {'ms/step':>7} {'CPU s':>5} "
+                 f"{'val loss (min–max)':>20} {'Δ paired':>8} {'wall÷ref':>8} {'CPU÷ref':>7}"]
         for a in self.arms:
-            ratio = f"{1:>10} {1:>9}" if a.name == "reference" else f"{a.ratio:>10.3f} {a.cpu_ratio:>9.3f}"
-            lines.append(f"{a.name:<56} {a.params:>8,} {a.steps:>5} {statistics.median(a.ms_per_step):>7.1f} "
-                         f"{statistics.median(a.cpu_s):>6.1f} {a.loss:>8.4f} ({min(a.losses):.3f}–"
+            name, *more = textwrap.wrap(a.name, width, break_long_words=False) or [""]
+            ratio = f"{1:>8} {1:>7}" if a.name == "reference" else f"{a.ratio:>8.3f} {a.cpu_ratio:>7.3f}"
+            lines.append(f"{name:<{width}} {a.params:>7,} {a.steps:>5} {statistics.median(a.ms_per_step):>7.1f} "
+                         f"{statistics.median(a.cpu_s):>5.1f} {a.loss:.4f} ({min(a.losses):.3f}–"
                          f"{max(a.losses):.3f}) {self.delta(a.name):>+8.3f} {ratio}")
+            lines += [f"  {line}" for line in more]
         return "\n".join(lines)
 
     def __repr__(self):

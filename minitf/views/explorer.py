@@ -455,6 +455,47 @@ def _safe(text: str) -> str:
     return text.replace("$", r"\$")
 
 
+TEXT_WIDTH = 7.0 - 0.25  # inches: the narrowest picture (`_Sheet.figure`'s min_width) less its margins
+LINE_SPACING = 1.25      # of the font size, between the lines of a broken text
+
+
+def _text_width(text: str, fontsize: float, weight: str = "normal") -> float:
+    """How wide `text` is drawn, in inches (measured on the glyphs' outlines, no figure needed)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
+
+    path = TextPath((0, 0), text, size=fontsize, prop=FontProperties(weight=weight))
+    return path.get_extents().width / 72 if text.strip() else 0.0
+
+
+def _wrap(text: str, fontsize: float, weight: str, width: float) -> list[str]:
+    """`text` broken into lines at most `width` inches wide: between the " · " parts of a
+    summary first, between words where a part alone is too wide."""
+    lines: list[str] = []
+    for word in _pieces(text):
+        joined = lines[-1] + word if lines else word.lstrip()
+        if lines and _text_width(joined, fontsize, weight) <= width:
+            lines[-1] = joined
+        else:
+            lines.append(word.lstrip(" ·").lstrip())
+    return lines or [text]
+
+
+def _pieces(text: str) -> list[str]:
+    """The places a line may break: before each " · ", and between words inside a part that is
+    too long to keep whole (kept with their leading separators, so joining them restores text)."""
+    parts = text.split(" · ")
+    pieces = [parts[0]] + [" · " + part for part in parts[1:]]
+    out = []
+    for piece in pieces:
+        if len(piece) <= 60:
+            out.append(piece)
+        else:
+            words = piece.split(" ")
+            out += [words[0]] + [" " + w for w in words[1:]]
+    return out
+
+
 class _Sheet:
     """Panels, colorbars and lines of text placed in inches from the top of the picture, drawn
     once its height is known.
@@ -470,11 +511,13 @@ class _Sheet:
 
     def text(self, text: str, height: float, **style) -> None:
         """A line of text (`$` already escaped) at the left edge; the next row starts `height`
-        inches lower."""
+        inches lower. A line longer than the narrowest picture is broken (after a " · " where it
+        can), each extra line adding its height: nothing is cut off at the right edge."""
         y, style = self.y, {"fontsize": PT + 1, **style}
-        self.items.append(lambda fig, W, H: fig.text(0.1 / W, 1 - y / H, text, va="top", ha="left",
-                                                     **style))
-        self.y += height
+        lines = _wrap(text, style["fontsize"], style.get("weight", "normal"), TEXT_WIDTH)
+        self.items.append(lambda fig, W, H: fig.text(0.1 / W, 1 - y / H, "\n".join(lines), va="top",
+                                                     ha="left", linespacing=LINE_SPACING, **style))
+        self.y += height + (len(lines) - 1) * LINE_SPACING * style["fontsize"] / 72
 
     def keys(self, handles, height: float) -> None:
         """A one-line legend for the colours and marks every panel uses."""
