@@ -353,6 +353,7 @@ def bench_notebooks(args, results: Path) -> dict:
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     repeats = 1 if args.quick else args.nb_repeats
     out = {"date": now(), "loadavg_start": loadavg(), "notebooks": notebooks, "runs": [],
+           "cpu": cpu_model(), "cores": os.cpu_count(),
            "command": ".venv/bin/python -m pytest --nbval notebooks -q --junitxml=<file>"}
     for r in range(repeats):
         xml = results / f".nbval-{r}.xml"
@@ -445,10 +446,19 @@ def bench_script(script: str, args) -> dict:
 
 # --- the report ---------------------------------------------------------------------------------
 
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo; platform's guess elsewhere): a stored time names its CPU."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    return next((l.split(":", 1)[1].strip() for l in lines if l.startswith("model name")),
+                platform.processor() or platform.machine())
+
+
 def machine() -> dict:
     import torch
-    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
-                if l.startswith("model name")), platform.processor())
+    cpu = cpu_model()
     mem = next((l.split(":", 1)[1].strip() for l in Path("/proc/meminfo").read_text().splitlines()
                 if l.startswith("MemTotal")), "?")
     git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
