@@ -41,6 +41,9 @@ rendered from whatever results exist, each with its own date):
   length     runs bench/length_study.py (resumable; ~5 min of one core): trained on inputs of 1-12 bytes,
              exact match on 13-24 by RoPE frequencies and randomised position offsets, 3 seeds per
              arm; shows minitf/experiments/stored/length_study.md
+  nanogpt    with NANOGPT_DIR=<a clone of karpathy/nanoGPT> only (skipped without it, and under --quick):
+             runs bench/nanogpt.py, `--recipe lm-fast` beside nanoGPT's own CPU quick-start, whole
+             commands as their users run them, in turn; shows minitf/experiments/stored/nanogpt_quickstart.md
   site       `make site`'s build (python tools/site.py, a fresh process each time, 3 repeats): the
              static course from the stored notebooks, against its goal of 30 s
 
@@ -78,7 +81,7 @@ SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts include
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
-            "length", "lm_fast", "lm_envelope", "site")
+            "length", "lm_fast", "lm_envelope", "site", "nanogpt")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
 
 
@@ -444,6 +447,15 @@ def bench_script(script: str, args) -> dict:
     return {"date": now(), "runs": [run]}
 
 
+def bench_nanogpt(args) -> dict:
+    """bench/nanogpt.py against the clone NANOGPT_DIR names; nothing without one (nanoGPT's code is
+    never part of this repository) and nothing under --quick (its one run takes minutes)."""
+    if not os.environ.get("NANOGPT_DIR") or args.quick:
+        print("  nanogpt: skipped (set NANOGPT_DIR to a clone of karpathy/nanoGPT; not under --quick)")
+        return {"date": now(), "runs": []}
+    return bench_script("nanogpt.py", args)
+
+
 # --- the report ---------------------------------------------------------------------------------
 
 def cpu_model() -> str:
@@ -646,7 +658,8 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
             ("length", "length_study.md", "Length generalisation: trained on 1–12 bytes, tested on 1–24"),
             ("lm_fast", "lm_fast.md", "The fast language model: `--recipe lm-fast` beside the nanoGPT-style "
              "reference"),
-            ("lm_envelope", "lm_envelope.md", "The language model's iso-FLOP envelope, and growth against it")],
+            ("lm_envelope", "lm_envelope.md", "The language model's iso-FLOP envelope, and growth against it"),
+            ("nanogpt", "nanogpt_quickstart.md", "`--recipe lm-fast` beside nanoGPT's own CPU quick-start")],
             start=5):
         # the long experiments: what bench/run.py ran, then the summary each wrote itself
         section, md = load(name), results / summary
@@ -773,6 +786,7 @@ def main(argv=None) -> int:
                     "length": lambda: bench_script("length_study.py", args),
                     "lm_fast": lambda: bench_script("lm_fast.py", args),
                     "lm_envelope": lambda: bench_script("lm_envelope.py", args),
+                    "nanogpt": lambda: bench_nanogpt(args),
                     "site": lambda: bench_site(args)}
         for name in SECTIONS:
             if name in args.only:

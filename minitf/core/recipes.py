@@ -60,7 +60,7 @@ RECIPES = {r.name: r for r in [
            "--lr 1e-2 --seed 1 --eval-every 250",
            "the smallest model measured to solve shift (data/checkpoints/shift_smallest.pt, "
            "notebook 11): 1,984 parameters, one layer of one attention head and no FFN, coupled "
-           "position ids, tied head; 3,000 steps (the whole command: @@SS_AMD@@ on a busy 2-core AMD "
+           "position ids, tied head; 3,000 steps (the whole command: 21 s of CPU on a busy 2-core AMD "
            "EPYC, 27 s on a quiet 2-core Intel Xeon)"),
     # issue 23: trained on inputs of 1-12 bytes, right on 13-24 too (bench/length_study.py, arm
     # "fast, ω=2π/27"); data/checkpoints/shift_long.pt is its run, tests/test_length.py checks it
