@@ -70,7 +70,8 @@ def cpu(data: dict) -> str:
     """The CPU a measurement was made on, as the table names it."""
     if not data.get("cpu"):
         return "a CPU the measurement did not record (run `make bench` again)"
-    return f"{data['cpu']} ({data['cores']} cores)" if data.get("cores") else data["cpu"]
+    name = f"{data['cpu']} ({data['cores']} cores)" if data.get("cores") else data["cpu"]
+    return ("an " if name[0].upper() in "AEIOU" else "a ") + name
 
 
 def rows(text: str) -> dict[str, float | None]:
