@@ -90,8 +90,8 @@ def stored():
     return json.loads(STORED.read_text())
 
 
-def wall_ratios(result):
-    return [r["lm_fast"]["wall_s"] / r["nanogpt"]["wall_s"] for r in result["rounds"]]
+def ratios(result, key):
+    return [r["lm_fast"][key] / r["nanogpt"][key] for r in result["rounds"]]
 
 
 def test_the_stored_result_names_its_cpu_and_pairs_every_run(stored):
@@ -103,7 +103,10 @@ def test_the_stored_result_names_its_cpu_and_pairs_every_run(stored):
 
 
 def test_recipe_and_notebook_14_quote_the_stored_ratio_and_the_reporters(stored):
-    ratio = f"{statistics.median(wall_ratios(stored)):.2f}×"
+    """The CPU-time ratio measured here (one thread each), and the reporter's 0.26× (Intel Xeon,
+    wall time, nanoGPT on its default threads); RECIPE.md also gives the range of wall ratios."""
+    ratio = f"{statistics.median(ratios(stored, 'cpu_s')):.2f}×"
+    wall = ratios(stored, "wall_s")
     nb = json.loads((ROOT / "notebooks" / "14_faster_language_model.ipynb").read_text())
     notebook = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     recipe = (ROOT / "RECIPE.md").read_text()
@@ -111,3 +114,4 @@ def test_recipe_and_notebook_14_quote_the_stored_ratio_and_the_reporters(stored)
     for text in (recipe, notebook):
         assert ratio in text and "0.26×" in text and cpu in text and "Intel Xeon" in text
     assert "NANOGPT_DIR" in recipe and "bench/nanogpt.py" in recipe
+    assert f"{min(wall):.2f}–{max(wall):.2f}×" in recipe
