@@ -196,11 +196,12 @@ def main(argv=None) -> int:
                    help="OMP_NUM_THREADS for nanoGPT (default: torch's own, one per core). On a "
                         "machine other jobs keep busy, torch's threads wait on each other: give 1")
     p.add_argument("--out", type=Path, default=STORED)
+    p.add_argument("--name", default="nanogpt_quickstart", help="the stored files' name (NAME.json, NAME.md)")
     p.add_argument("--report-only", action="store_true", help="re-write the .md from the stored .json")
     args = p.parse_args(argv)
-    path = args.out / "nanogpt_quickstart.json"
+    path, md = args.out / f"{args.name}.json", args.out / f"{args.name}.md"
     if args.report_only:
-        (args.out / "nanogpt_quickstart.md").write_text(report(json.loads(path.read_text())))
+        md.write_text(report(json.loads(path.read_text())))
         return 0
     clone = nanogpt_dir(args.nanogpt)
     prepare(clone)
@@ -218,7 +219,7 @@ def main(argv=None) -> int:
             print(f"round {i}: lm-fast {r['lm_fast']}, nanoGPT {r['nanogpt']}", flush=True)
             result["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
             path.write_text(json.dumps(result, indent=1) + "\n")
-            (args.out / "nanogpt_quickstart.md").write_text(report(result))
+            md.write_text(report(result))
     print(report(result))
     return 0
 

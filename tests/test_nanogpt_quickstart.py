@@ -94,12 +94,15 @@ def ratios(result, key):
     return [r["lm_fast"][key] / r["nanogpt"][key] for r in result["rounds"]]
 
 
-def test_the_stored_result_names_its_cpu_and_pairs_every_run(stored):
-    assert stored["cpu"] and len(stored["rounds"]) >= 2
-    for r in stored["rounds"]:
+@pytest.mark.parametrize("name", ["nanogpt_quickstart", "nanogpt_quickstart_default_threads"])
+def test_each_stored_result_names_its_cpu_and_pairs_every_run(name):
+    path = STORED.with_name(f"{name}.json")
+    result = json.loads(path.read_text())
+    assert result["cpu"] and result["rounds"]
+    for r in result["rounds"]:
         assert r["lm_fast"]["wall_s"] > 0 and r["nanogpt"]["wall_s"] > 0
         assert r["lm_fast"]["val_loss"] <= 1.89  # lm-fast reaches nanoGPT's CPU mark in every round
-    assert (STORED.with_suffix(".md")).read_text() == nanogpt.report(stored)
+    assert path.with_suffix(".md").read_text() == nanogpt.report(result)
 
 
 def test_recipe_and_notebook_14_quote_the_stored_ratio_and_the_reporters(stored):
@@ -114,4 +117,7 @@ def test_recipe_and_notebook_14_quote_the_stored_ratio_and_the_reporters(stored)
     for text in (recipe, notebook):
         assert ratio in text and "0.26×" in text and cpu in text and "Intel Xeon" in text
     assert "NANOGPT_DIR" in recipe and "bench/nanogpt.py" in recipe
-    assert f"{min(wall):.2f}–{max(wall):.2f}×" in recipe
+    assert f"{min(wall):.2f}–{max(wall):.2f}×" in recipe and len(stored["rounds"]) >= 3
+    default = json.loads(STORED.with_name("nanogpt_quickstart_default_threads.json").read_text())
+    assert not default["nanogpt_threads_given"] and stored["nanogpt_threads_given"]
+    assert f"{statistics.median(ratios(default, 'wall_s')):.3f}× of the wall time" in recipe
