@@ -96,8 +96,12 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict | None = None) -> dict
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
     with log.open("w") as out:
-        subprocess.run(cmd, cwd=cwd, check=True, stdout=out, stderr=subprocess.STDOUT,
-                       env={**os.environ, **(env or {})})
+        done = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                              env={**os.environ, **(env or {})})
+    if done.returncode:
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-5:])
+        raise SystemExit(f"`{' '.join(cmd)}` (in {cwd}) failed with exit {done.returncode}; "
+                         f"the end of {log}:\n{tail}")
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -135,6 +139,7 @@ def score_nanogpt(clone: Path, ckpt_path: Path) -> float:
 
 
 def score_minitf(ckpt_path: Path) -> float:
+    """lm-fast's checkpoint on the same last 10 %, with the same evaluator."""
     model = minitf.load(ckpt_path)
     return val_loss(model, minitf.read_text(TEXT, model.config.max_len).val)
 

@@ -121,3 +121,10 @@ def test_recipe_and_notebook_14_quote_the_stored_ratio_and_the_reporters(stored)
     default = json.loads(STORED.with_name("nanogpt_quickstart_default_threads.json").read_text())
     assert not default["nanogpt_threads_given"] and stored["nanogpt_threads_given"]
     assert f"{statistics.median(ratios(default, 'wall_s')):.3f}× of the wall time" in recipe
+
+
+@pytest.mark.slow  # starts a subprocess
+def test_a_failed_command_names_itself_and_the_end_of_its_log(tmp_path):
+    with pytest.raises(SystemExit, match=r"failed with exit 3; the end of .*run\.log:\nno data here"):
+        nanogpt.timed([sys.executable, "-c", "print('no data here'); raise SystemExit(3)"], tmp_path,
+                      tmp_path / "run.log")
