@@ -81,10 +81,11 @@ from minitf import cli  # noqa: E402
 from minitf.core import recipes  # noqa: E402
 
 DOCS = ["README.md", "RECIPE.md", "TROUBLESHOOTING.md", "data/checkpoints/README.md",
-        "notebooks/00_setup_check.ipynb"]
+        "notebooks/00_setup_check.ipynb", "notebooks/14_faster_language_model.ipynb"]
 # a duration: "7.7 s", "about 90 s", "41 seconds", "35 minutes", "a minute", "5 min", "12 ms"
 TIME = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:–\d+(?:\.\d+)?)?\s?(?:s|ms|sec|seconds?|min|minutes?|hours?)\b"
-                  r"|\b(?:a|one|few|several|two|three) (?:seconds?|minutes?|hours?)\b|\bminutes\b|\bseconds\b")
+                  r"|\b(?:a|an|one) (?:minute|hour)\b|\b(?:few|several|two|three) (?:seconds|minutes|hours)\b"
+                  r"|\bminutes\b|\bseconds\b")
 CPUS = re.compile(r"AMD EPYC|Intel Xeon")
 RATIO = re.compile(r"\d\s?[x×]|[x×]\s?\d|÷|\bratio\b|\bfaster\b|\bslower\b|\bthe (?:same|time) of\b")
 
@@ -177,7 +178,7 @@ def test_the_check_finds_a_time_without_a_cpu():
         "It took 7.7 s on the busy 2-core CPU.",
         "On a quiet machine: | run | wall | | shift | 68 s |"]
     assert unnamed(["lm-fast's training for about nanoGPT's CPU time (~90 s here)"])
-    assert not unnamed(["340 steps", "3 seeds", "(B, T, 256)", "1.89 nats per byte"])
+    assert not unnamed(["340 steps", "3 seeds", "(B, T, 256)", "1.89 nats per byte", "a second view"])
 
 
 def test_the_stored_notebook_times_name_their_cpu():
