@@ -41,6 +41,9 @@ rendered from whatever results exist, each with its own date):
   length     runs bench/length_study.py (resumable; ~5 min of one core): trained on inputs of 1-12 bytes,
              exact match on 13-24 by RoPE frequencies and randomised position offsets, 3 seeds per
              arm; shows minitf/experiments/stored/length_study.md
+  nanogpt    with NANOGPT_DIR=<a clone of karpathy/nanoGPT> only (skipped without it, and under --quick):
+             runs bench/nanogpt.py, `--recipe lm-fast` beside nanoGPT's own CPU quick-start, whole
+             commands as their users run them, in turn; shows minitf/experiments/stored/nanogpt_quickstart.md
   site       `make site`'s build (python tools/site.py, a fresh process each time, 3 repeats): the
              static course from the stored notebooks, against its goal of 30 s
 
@@ -80,7 +83,7 @@ SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts include
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
-            "length", "lm_fast", "lm_envelope", "site")
+            "length", "lm_fast", "lm_envelope", "site", "nanogpt")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
 
 
@@ -355,6 +358,7 @@ def bench_notebooks(args, results: Path) -> dict:
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     repeats = 1 if args.quick else args.nb_repeats
     out = {"date": now(), "loadavg_start": loadavg(), "notebooks": notebooks, "runs": [],
+           "cpu": cpu_model(), "cores": os.cpu_count(),
            "command": ".venv/bin/python -m pytest --nbval notebooks -q --junitxml=<file>"}
     for r in range(repeats):
         xml = results / f".nbval-{r}.xml"
@@ -445,12 +449,30 @@ def bench_script(script: str, args) -> dict:
     return {"date": now(), "runs": [run]}
 
 
+def bench_nanogpt(args) -> dict:
+    """bench/nanogpt.py against the clone NANOGPT_DIR names; nothing without one (nanoGPT's code is
+    never part of this repository) and nothing under --quick (its one run takes minutes)."""
+    if not os.environ.get("NANOGPT_DIR") or args.quick:
+        print("  nanogpt: skipped (set NANOGPT_DIR to a clone of karpathy/nanoGPT; not under --quick)")
+        return {"date": now(), "runs": []}
+    return bench_script("nanogpt.py", args)
+
+
 # --- the report ---------------------------------------------------------------------------------
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo; platform's guess elsewhere): a stored time names its CPU."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    return next((l.split(":", 1)[1].strip() for l in lines if l.startswith("model name")),
+                platform.processor() or platform.machine())
+
 
 def machine() -> dict:
     import torch
-    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
-                if l.startswith("model name")), platform.processor())
+    cpu = cpu_model()
     mem = next((l.split(":", 1)[1].strip() for l in Path("/proc/meminfo").read_text().splitlines()
                 if l.startswith("MemTotal")), "?")
     git = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
@@ -638,7 +660,8 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
             ("length", "length_study.md", "Length generalisation: trained on 1–12 bytes, tested on 1–24"),
             ("lm_fast", "lm_fast.md", "The fast language model: `--recipe lm-fast` beside the nanoGPT-style "
              "reference"),
-            ("lm_envelope", "lm_envelope.md", "The language model's iso-FLOP envelope, and growth against it")],
+            ("lm_envelope", "lm_envelope.md", "The language model's iso-FLOP envelope, and growth against it"),
+            ("nanogpt", "nanogpt_quickstart.md", "`--recipe lm-fast` beside nanoGPT's own CPU quick-start")],
             start=5):
         # the long experiments: what bench/run.py ran, then the summary each wrote itself
         section, md = load(name), STORED / summary
@@ -768,6 +791,7 @@ def main(argv=None) -> int:
                     "length": lambda: bench_script("length_study.py", args),
                     "lm_fast": lambda: bench_script("lm_fast.py", args),
                     "lm_envelope": lambda: bench_script("lm_envelope.py", args),
+                    "nanogpt": lambda: bench_nanogpt(args),
                     "site": lambda: bench_site(args)}
         for name in SECTIONS:
             if name in args.only:

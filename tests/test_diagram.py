@@ -63,3 +63,19 @@ def test_a_config_is_accepted_in_place_of_a_model_and_every_label_is_legible():
     fig = draw_architecture(minitf.Config())
     sizes = [t.get_fontsize() for ax in fig.axes for t in ax.texts]
     assert min(sizes) >= 9
+
+
+@pytest.mark.parametrize("config", CONFIGS[:2])
+def test_each_arrow_names_the_shape_that_flows_there(config):
+    """Between the boxes flows the stream (B, T, d_model); out of the head, a score per byte value
+    (B, T, vocab_size). The old figure wrote (B, T, d_model) on the head's output too."""
+    fig = draw_architecture(config)
+    head_y = next(t.get_position()[1] for ax in fig.axes for t in ax.texts
+                  if t.get_text() == next(b.title for b in components(minitf.Transformer(config))
+                                          if b.key == "head"))
+    shapes = [(t.get_position()[1], t.get_text()) for ax in fig.axes for t in ax.texts
+              if re.fullmatch(r"\(B, T, \d+\)", t.get_text())]
+    below = [text for y, text in shapes if y < head_y]
+    above = [text for y, text in shapes if y > head_y]
+    assert below == [f"(B, T, {config.vocab_size})"]
+    assert above and set(above) == {f"(B, T, {config.d_model})"}

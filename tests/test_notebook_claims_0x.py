@@ -52,6 +52,13 @@ def test_the_map_names_each_notebooks_exercises():
         assert f"`{name}`" in row, (name, row)
 
 
+def test_00s_forward_pass_maps_11_byte_ids_to_11_rows_of_256_scores():
+    """The Predict cell's answer, held here instead of by an assert in front of the learner."""
+    cell = next(c for c in cells("00_setup_check.ipynb") if "logits = model(ids)" in "".join(c["source"]))
+    assert "".join("".join(o.get("text", "")) for o in cell["outputs"]).strip() == "(1, 11) -> (1, 11, 256)"
+    assert minitf.Transformer(Config())(torch.zeros(1, 11, dtype=torch.long)).shape == (1, 11, 256)
+
+
 def test_00s_try_this_says_what_the_two_drawings_show():
     text = source("00_setup_check.ipynb")
     assert "heads of dim 4) and 5,552 parameters" in text and "and 2,656 parameters" in text

@@ -70,3 +70,118 @@ def test_the_generator_rewrites_only_its_block(tmp_path):
 def test_make_bench_rewrites_the_tables_after_measuring_the_notebooks():
     source = (ROOT / "bench" / "run.py").read_text()
     assert "runtimes.py" in source or "import runtimes" in source
+
+
+# --- every documented time names the CPU it was measured on, or is a ratio (issue 34) ------------
+
+import argparse  # noqa: E402
+import re  # noqa: E402
+
+from minitf import cli  # noqa: E402
+from minitf.core import recipes  # noqa: E402
+
+DOCS = ["README.md", "RECIPE.md", "TROUBLESHOOTING.md", "data/checkpoints/README.md",
+        "notebooks/00_setup_check.ipynb", "notebooks/14_faster_language_model.ipynb"]
+# a duration: "7.7 s", "about 90 s", "41 seconds", "35 minutes", "a minute", "5 min", "12 ms"
+TIME = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:–\d+(?:\.\d+)?)?\s?(?:s|ms|sec|seconds?|min|minutes?|hours?)\b"
+                  r"|\b(?:a|an|one) (?:minute|hour)\b|\b(?:few|several|two|three) (?:seconds|minutes|hours)\b"
+                  r"|\bminutes\b|\bseconds\b")
+CPUS = re.compile(r"AMD EPYC|Intel Xeon")
+RATIO = re.compile(r"\d\s?[x×]|[x×]\s?\d|÷|\bratio\b|\bfaster\b|\bslower\b|\bthe (?:same|time) of\b")
+
+
+def units(text: str) -> list[str]:
+    """What one time must name its CPU in: a table row (with its header and the paragraph just
+    above it, which captions it), a code line, or a sentence of prose."""
+    out, para, table, caption = [], [], [], ""
+    lines = text.splitlines() + [""]
+    in_code = False
+    for line in lines:
+        if line.startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code:
+            out.append(line)
+            continue
+        if line.startswith("|"):
+            if not table:
+                caption = " ".join(para[-1:]) if para else caption
+                para = []
+            table.append(line)
+            continue
+        if table:
+            head = table[0]
+            out += [f"{caption} {head} {row}" for row in table[2:]]
+            table = []
+        if line.strip():
+            para.append(line.strip())
+            continue
+        if para:
+            joined = " ".join(para)
+            out += re.split(r"(?<=[.!?])\s+(?=[A-Z*`(\[])", joined)
+            caption = joined.rsplit(". ", 1)[-1]
+            para = []
+    return out
+
+
+def doc_text(path: str) -> str:
+    if path.endswith(".ipynb"):
+        nb = json.loads((ROOT / path).read_text())
+        return "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return (ROOT / path).read_text()
+
+
+def help_texts() -> list[str]:
+    """Every help string of the command line: each option's, each command's, each recipe's."""
+    found = [r.description for r in recipes.RECIPES.values()]
+
+    def walk(p):
+        found.extend(t for t in (p.description, p.epilog) if t)
+        for action in p._actions:
+            if action.help and action.help != argparse.SUPPRESS:
+                found.append(action.help)
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    walk(sub)
+    walk(cli.parser())
+    return [" ".join(t.split()) for t in found]
+
+
+def unnamed(texts) -> list[str]:
+    """The units that state a time without naming a CPU and without being a ratio. A reading
+    time (notebook 00's course map: how long a person takes) is not a machine's time."""
+    return [u for u in texts if TIME.search(u) and not CPUS.search(u) and not RATIO.search(u)
+            and "reading time" not in u]
+
+
+@pytest.mark.parametrize("where", DOCS)
+def test_every_documented_time_names_its_cpu_or_is_a_ratio(where):
+    assert unnamed(units(doc_text(where))) == []
+
+
+def test_every_time_in_the_command_line_help_names_its_cpu_or_is_a_ratio():
+    assert unnamed(help_texts()) == []
+
+
+def test_the_check_finds_a_time_without_a_cpu():
+    """The README before issue 34 said 'about a minute' and 'in 8 s' with no CPU: caught; the same
+    with a CPU, a ratio or a reading time: passed."""
+    old = ("```bash\nmake lab     # first run sets up .venv (about a minute), then opens JupyterLab\n"
+           "python -m minitf train --recipe shift-fast --out f.pt   # the same task in 8 s\n```\n\n"
+           "It took 7.7 s on the busy 2-core CPU. It took 7.7 s on a busy 2-core AMD EPYC. "
+           "It is 14× faster, 7.7 s against 110 s.\n\n"
+           "The times are rough reading times.\n\n| notebook | about |\n|---|---|\n| 01 | 30 min |\n\n"
+           "On a quiet machine:\n\n| run | wall |\n|---|---|\n| shift | 68 s |\n")
+    assert unnamed(units(old)) == [
+        "make lab     # first run sets up .venv (about a minute), then opens JupyterLab",
+        "python -m minitf train --recipe shift-fast --out f.pt   # the same task in 8 s",
+        "It took 7.7 s on the busy 2-core CPU.",
+        "On a quiet machine: | run | wall | | shift | 68 s |"]
+    assert unnamed(["lm-fast's training for about nanoGPT's CPU time (~90 s here)"])
+    assert not unnamed(["340 steps", "3 seeds", "(B, T, 256)", "1.89 nats per byte", "a second view"])
+
+
+def test_the_stored_notebook_times_name_their_cpu():
+    data = json.loads(runtimes.MEASUREMENT.read_text())
+    assert data.get("cpu"), "bench_notebooks.json has no CPU model: run make bench --only notebooks"
+    assert data["cpu"] in runtimes.table()

@@ -4,7 +4,9 @@
     python tools/runtimes.py --print    # print the table only
 
 `make bench` (its `notebooks` section) stores each notebook's time, top to bottom with its kernel
-start, in bench/results/bench_notebooks.json, and rewrites these tables itself. Each
+start, and the CPU's model name in bench/results/bench_notebooks.json, and rewrites these
+tables itself; the table names that CPU, and one figure measured on another CPU (OTHER_CPU) says how
+far another machine's times can be from it. Each
 table sits between the two markers below; everything else in the files stays as it is. A notebook
 the measurement does not have yet (a new one) gets a row saying so. tests/test_runtimes.py fails
 when a row and the measurement drift apart by more than 1.5x.
@@ -26,6 +28,9 @@ BLOCK = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
 ROW = re.compile(r"^\| `(\d\d_\w+)` \| (?:(\d+(?:\.\d+)?) s|not measured yet) \|", re.M)
 NOT_MEASURED = "not measured yet"
 TARGETS = (ROOT / "README.md", ROOT / "notebooks" / "00_setup_check.ipynb")
+# a notebook's time on another CPU, measured on a quiet machine by a learner (issue 34)
+OTHER_CPU = {"notebook": "05_training_base64_pairs.ipynb", "seconds": 16.8,
+             "cpu": "a 2-core Intel Xeon (AVX-512), quiet"}
 
 
 def measured(path: Path = MEASUREMENT) -> dict[str, float]:
@@ -46,14 +51,27 @@ def table(path: Path = MEASUREMENT, root: Path = ROOT) -> str:
     times = measured(path)
     load = data.get("loadavg_start")
     lines = [START, "",
-             f"Measured by `make bench` on {data['date']} ({len(data['runs'])} run(s), the median; "
-             f"2-core CPU, load average {load[0] if load else '?'} at the start): each notebook top "
+             f"Measured by `make bench` on {data['date']} on {cpu(data)}, the median of "
+             f"{len(data['runs'])} run(s) (load average {load[0] if load else '?'} at the start): each notebook top "
              "to bottom, its kernel start included, as `pytest --nbval` runs it.", "",
-             "| notebook | runs in |", "|---|---|"]
+             f"| notebook | runs in, on {cpu(data)} |", "|---|---|"]
     for name in notebooks(root):
         t = times.get(name)
         lines.append(f"| `{name[:-6]}` | {f'{t:.1f} s' if t is not None else NOT_MEASURED} |")
+    here = times.get(OTHER_CPU["notebook"])
+    if here:
+        lines += ["", f"Another CPU takes other times: `{OTHER_CPU['notebook'][:-6]}` took "
+                  f"{OTHER_CPU['seconds']} s on {OTHER_CPU['cpu']}: {OTHER_CPU['seconds'] / here:.1f}× "
+                  f"its {here:.1f} s above."]
     return "\n".join(lines + ["", END])
+
+
+def cpu(data: dict) -> str:
+    """The CPU a measurement was made on, as the table names it."""
+    if not data.get("cpu"):
+        return "a CPU the measurement did not record (run `make bench` again)"
+    name = f"{data['cpu']} ({data['cores']} cores)" if data.get("cores") else data["cpu"]
+    return ("an " if name[0].upper() in "AEIOU" else "a ") + name
 
 
 def rows(text: str) -> dict[str, float | None]:

@@ -124,7 +124,9 @@ def draw_architecture(model: Transformer | Config | None = None, width: float = 
         label(x0 + 0.15, y - 0.15, b.detail, fontsize=9, color="0.2")
         label(x1 + 0.3, y, f"{b.params:,} params", fontsize=10)
         prev_bottom = y - half
-    arrow(prev_bottom, ys[-1] + 0.2, stream, at=0.75 if boxes[-1].in_block else 0.5)
+    # the last box is the head: what leaves it is a score per byte value, not the stream
+    arrow(prev_bottom, ys[-1] + 0.2, f"(B, T, {c.vocab_size})" if boxes[-1].key == "head" else stream,
+          at=0.75 if boxes[-1].in_block else 0.5)
     label(mid, ys[-1], f"scores for the next byte  (B, T, {c.vocab_size})", ha="center",
           fontsize=11, weight="bold")
 
