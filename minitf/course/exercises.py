@@ -649,7 +649,8 @@ EXERCISES.update({ex.name: ex for ex in [
              2, 10, lr_at, lambda: list(training_checks.SCHEDULES),
              "steps 0 … warmup−1 climb linearly to lr, lr·(step + 1)/warmup; then the progress "
              "p = (step − warmup)/(steps − warmup) goes from 0 to 1 and the rate is "
-             "floor + (lr − floor)·½(1 + cos πp), floor = lr·min_lr_ratio",
+             "floor + (lr − floor)·½(1 + cos πp), floor = lr·min_lr_ratio; past the last step p "
+             "stays 1 (the floor)",
              drive=training_checks.drive_schedule,
              options={"diagnoses": training_checks._schedule_slips,
                       "case_names": [f"steps={n}, lr={lr}, warmup={w}, min_lr_ratio={r}"
@@ -658,7 +659,9 @@ EXERCISES.update({ex.name: ex for ex in [
                  "_no_warmup": "if step < warmup: return lr * (step + 1) / warmup",
                  "_cosine_to_zero": "the cosine goes from lr down to floor = lr * min_lr_ratio, not to 0",
                  "_off_by_one": "step is 0-based: warm-up lr·(step + 1)/warmup; after it, progress "
-                                "(step − warmup)/(steps − warmup)"}},
+                                "(step − warmup)/(steps − warmup)",
+                 "_climbs_after_end": "past the last step the rate stays at the floor: "
+                                      "progress = min(1, (step − warmup)/(steps − warmup))"}},
              library={lr_at: "minitf.core.train.lr_at", wsd_lr: "minitf.core.train.wsd_lr"},
              own_work="math.cos, math.pi and arithmetic are fine: minitf's lr_at is the schedule itself"),
     Exercise("adamw", "08", "AdamW from its update rule: moments, bias correction, decoupled decay",

@@ -150,6 +150,7 @@ def my_value_rotation(k):
 # --- the training core (notebook 08) ---------------------------------------------------------------
 
 def my_output_loss(logits, targets):
+    from minitf import IGNORE                           # −100: the positions that are not scored
     keep = targets != IGNORE                            # the output bytes and EOS: what is scored
     logp = torch.log_softmax(logits, dim=-1)            # (B, T, V) log-probabilities
     safe = torch.where(keep, targets, 0)                # any valid index where the target is IGNORE
@@ -167,9 +168,11 @@ def my_train_step(model, optimizer, ids, targets, loss_fn, clip=1.0):
 
 
 def my_lr_at(step, steps, lr, warmup, min_lr_ratio=0.1):
+    import math
     if step < warmup:
         return lr * (step + 1) / warmup                 # step 0 gets lr/warmup, step warmup−1 gets lr
     progress = (step - warmup) / max(1, steps - warmup)  # 0 → 1 over the steps after the warm-up
+    progress = min(1, progress)                         # past the end: hold the floor
     floor = lr * min_lr_ratio
     return floor + (lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))
 

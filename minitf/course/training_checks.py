@@ -212,17 +212,22 @@ def _step_slips(model, ids, targets, clip):
 SCHEDULES = [(100, 3e-3, 10, 0.1), (20, 1.0, 4, 0.0), (12, 0.5, 1, 0.25)]  # steps, lr, warmup, floor
 
 
+PAST_THE_END = 3  # steps after the cycle the curve is checked on too: the rate holds its floor there
+
+
 def drive_schedule(fn, steps, lr, warmup, min_lr_ratio):
-    """The whole curve: fn(step, …) for every step 0 … steps−1, as one float64 tensor."""
-    return _numbers([fn(step, steps, lr, warmup, min_lr_ratio) for step in range(steps)])
+    """The whole curve: fn(step, …) for every step 0 … steps−1 and a few past the end (a run
+    trained on beyond `steps` must stay at the floor), as one float64 tensor."""
+    return _numbers([fn(step, steps, lr, warmup, min_lr_ratio) for step in range(steps + PAST_THE_END)])
 
 
 def _schedule_slips(steps, lr, warmup, min_lr_ratio):
     def curve(rate):
-        return torch.tensor([rate(s) for s in range(steps)], dtype=torch.float64)
+        return torch.tensor([rate(s) for s in range(steps + PAST_THE_END)], dtype=torch.float64)
 
-    cosine = lambda progress, floor: lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+    cosine = lambda progress, floor: lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1, progress))))
     after = lambda s: (s - warmup) / max(1, steps - warmup)
+    climbing = lambda progress, floor: lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
     return (_slips("_no_warmup", [
                 (curve(lambda s: cosine(s / steps, min_lr_ratio)), "yours has no warm-up: it starts at the "
                                                                    "full rate. The first `warmup` steps "
@@ -244,7 +249,12 @@ def _schedule_slips(steps, lr, warmup, min_lr_ratio):
                 (curve(lambda s: lr * (s + 1) / warmup if s < warmup
                        else cosine((s - warmup) / max(1, steps - warmup - 1), min_lr_ratio)),
                  "yours divides the progress by steps − warmup − 1: the cosine reaches its floor on the "
-                 "last step. minitf's divides by steps − warmup")]))
+                 "last step. minitf's divides by steps − warmup")]),
+            _slips("_climbs_after_end", [
+                (curve(lambda s: lr * (s + 1) / warmup if s < warmup else climbing(after(s), min_lr_ratio)),
+                 f"yours climbs back up after the last step: past step {steps - 1} the progress "
+                 "passes 1 and the cosine rises again. Hold the floor there: progress = "
+                 "min(1, (step − warmup)/(steps − warmup))")]))
 
 
 # --- 4 · AdamW from its update rule ----------------------------------------------------------------
