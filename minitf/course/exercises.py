@@ -701,3 +701,41 @@ EXERCISES.update({ex.name: ex for ex in [
              own_work="a for loop, the functions you are given and list.append are fine: "
                       "minitf.train is a loop itself"),
 ]})
+
+
+# --- gradient clipping as a function (notebook 08; its cases and slips in training_checks) ---------
+import inspect as _inspect  # noqa: E402
+
+from torch.nn.utils import clip_grad as _clip_grad  # noqa: E402
+
+EXERCISES.update({ex.name: ex for ex in [
+    Exercise("clip_gradients", "08", "gradient clipping: one norm over all the gradients, scaled "
+             "down to max_norm only when above it", 2, 10, training_checks.torch_clip,
+             training_checks._clip_cases,
+             "keep the gradients that exist (p.grad is not None) in a list; their total norm is "
+             "√(Σ g²) over every entry of every tensor; if it is above max_norm, multiply every "
+             "gradient in place by max_norm / (norm + 1e-6), else leave them alone",
+             drive=training_checks.drive_clip,
+             options={"diagnoses": training_checks._clip_slips,
+                      "case_names": ["gradients above the limit", "gradients below it",
+                                     "far above a small limit"], "hints_by_diagnosis": {
+                 "_clip_per_tensor": "one norm for all: total = torch.sqrt(sum((g ** 2).sum() for g "
+                                     "in grads)), and the same factor for every tensor",
+                 "_clip_below_limit": "if total > max_norm: scale; otherwise leave the gradients "
+                                      "as they are",
+                 "_clip_sum_of_norms": "square, sum over everything, then one square root: "
+                                       "torch.sqrt(sum((g ** 2).sum() for g in grads))",
+                 "_clip_never": "grads = [p.grad for p in parameters if p.grad is not None] once, "
+                                "then work on that list; scale with g.mul_(…) so the change stays "
+                                "in p.grad",
+                 "raised": "a parameter may have no gradient (p.grad is None): leave it out"}},
+             library={_inspect.unwrap(_clip_grad.clip_grad_norm_): "torch.nn.utils.clip_grad_norm_",
+                      _inspect.unwrap(_clip_grad.clip_grad_norm): "torch.nn.utils.clip_grad_norm",
+                      _inspect.unwrap(torch.nn.utils.get_total_norm): "torch.nn.utils.get_total_norm",
+                      _inspect.unwrap(torch.nn.utils.clip_grads_with_norm_):
+                          "torch.nn.utils.clip_grads_with_norm_",
+                      training_checks.torch_clip: "minitf.course.training_checks.torch_clip"},
+             own_work="p.grad, ** 2, .sum(), torch.sqrt (or .norm() on one tensor) and .mul_ are "
+                      "fine (the one norm and the only-when-above are the exercise): "
+                      "torch.nn.utils.clip_grad_norm_ is clipping itself"),
+]})

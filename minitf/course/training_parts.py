@@ -65,6 +65,7 @@ def make_optimizer(model, update: Callable, lr: float, weight_decay: float = 0.0
 class TrainingParts:
     """The learner's training functions, one per piece (TRAINING_PIECES); None: minitf's own."""
     output_loss: Callable | None = None
+    clip_gradients: Callable | None = None
     train_step: Callable | None = None
     lr_at: Callable | None = None
     adamw: Callable | None = None
@@ -117,7 +118,8 @@ class TrainingCheck:
 
     def __str__(self):
         if self.ok:
-            return "✓ your training pieces compute what minitf's do (loss, step, schedule, AdamW, loop)"
+            return ("✓ your training pieces compute what minitf's do (loss, clipping, step, "
+                    "schedule, AdamW, loop)")
         lines = [f"✗ {len(self.broken)} of your training pieces differ from minitf's:"]
         for piece, why in self.broken.items():
             lines.append(f"  broken piece: {piece} — {why}; re-run its check above: "
