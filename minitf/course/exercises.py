@@ -638,12 +638,13 @@ EXERCISES.update({ex.name: ex for ex in [
              "the loss", drive=training_checks.drive_step, result_names=("losses", "weights"),
              options={"diagnoses": training_checks._step_slips, "hints_by_diagnosis": {
                  "_no_zero_grad": "PyTorch adds each backward() into .grad: optimizer.zero_grad() first",
-                 "_no_clip": "torch.nn.utils.clip_grad_norm_(model.parameters(), clip) between "
-                             "backward() and step()",
+                 "_no_clip": "my_clip_gradients(model.parameters(), clip) between backward() and "
+                             "step()",
                  "_step_order": "the order is zero_grad, forward, loss, backward, clip, step"}},
              library={train_step: "minitf.core.train.train_step", train: "minitf.train"},
-             own_work="model(ids), loss_fn, .backward(), optimizer.zero_grad() and .step() and "
-                      "torch.nn.utils.clip_grad_norm_ are fine (their order is the exercise): "
+             own_work="model(ids), loss_fn, .backward(), optimizer.zero_grad() and .step(), your "
+                      "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "
+                      "the exercise): "
                       "minitf's train_step is the step itself"),
     Exercise("lr_at", "08", "the learning-rate schedule: a linear warm-up, then a cosine down to a floor",
              2, 10, lr_at, lambda: list(training_checks.SCHEDULES),
@@ -719,12 +720,14 @@ EXERCISES.update({ex.name: ex for ex in [
              options={"diagnoses": training_checks._clip_slips,
                       "case_names": ["gradients above the limit", "gradients below it",
                                      "far above a small limit"], "hints_by_diagnosis": {
-                 "_clip_per_tensor": "one norm for all: total = torch.sqrt(sum((g ** 2).sum() for g "
-                                     "in grads)), and the same factor for every tensor",
+                 "_clip_per_tensor": "one norm for all, √(‖g₁‖² + ‖g₂‖² + …): total = "
+                                     "torch.stack([g.norm() for g in grads]).norm(), and the same "
+                                     "factor for every tensor",
                  "_clip_below_limit": "if total > max_norm: scale; otherwise leave the gradients "
                                       "as they are",
-                 "_clip_sum_of_norms": "square, sum over everything, then one square root: "
-                                       "torch.sqrt(sum((g ** 2).sum() for g in grads))",
+                 "_clip_sum_of_norms": "the norms add like the sides of a right angle: "
+                                       "√(‖g₁‖² + ‖g₂‖² + …), torch.stack([g.norm() for g in "
+                                       "grads]).norm()",
                  "_clip_never": "grads = [p.grad for p in parameters if p.grad is not None] once, "
                                 "then work on that list; scale with g.mul_(…) so the change stays "
                                 "in p.grad",

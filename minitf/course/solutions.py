@@ -160,7 +160,7 @@ def my_output_loss(logits, targets):
 
 def my_clip_gradients(parameters, max_norm):
     grads = [p.grad for p in parameters if p.grad is not None]  # a list: a generator is used up once
-    total = torch.sqrt(sum((g ** 2).sum() for g in grads))      # ONE norm over every gradient
+    total = torch.stack([g.norm() for g in grads]).norm()       # √(‖g₁‖² + ‖g₂‖² + …): ONE norm
     if total > max_norm:                                        # only ever scale down
         for g in grads:
             g.mul_(max_norm / (total + 1e-6))                   # in place; + 1e-6 as PyTorch does

@@ -198,8 +198,8 @@ def _step_slips(model, ids, targets, clip):
                 "two gradients. Call optimizer.zero_grad() before backward()"))], said),
             _slips("_no_clip", [(run(_step_no_clip), (
                 "yours does not clip the gradient: with a gradient norm above `clip`, "
-                "torch.nn.utils.clip_grad_norm_(model.parameters(), clip) scales it down to `clip` "
-                "before the step"))], said),
+                "my_clip_gradients(model.parameters(), clip) scales it down to `clip` before the "
+                "step"))], said),
             _slips("_step_order", [
                 (run(_step_before_backward), "yours calls optimizer.step() before loss.backward(): "
                                              "each step then uses the gradient of the step before "
