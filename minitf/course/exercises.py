@@ -362,8 +362,8 @@ EXERCISES = {e.name: e for e in [
                       F.multi_head_attention_forward: "F.multi_head_attention_forward",
                       nn.MultiheadAttention.forward: "nn.MultiheadAttention",
                       MultiHeadAttention.attend: "minitf.MultiHeadAttention.attend"},
-             own_work="@, .transpose, masked_fill and a softmax (torch.softmax, F.softmax, "
-                      ".softmax) are fine (putting them together is the exercise): minitf.attention "
+             own_work="@, .transpose, masked_fill and your my_softmax (or torch.softmax, "
+                      "F.softmax) are fine (putting them together is the exercise): minitf.attention "
                       "and F.scaled_dot_product_attention are attention itself"),
     Exercise("layer_norm", "04", "LayerNorm: centre, scale to unit variance, then γ and β", 2, 10,
              lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps), lambda: _norm_cases(True),
@@ -741,4 +741,69 @@ EXERCISES.update({ex.name: ex for ex in [
              own_work="p.grad, ** 2, .sum(), torch.sqrt (or .norm() on one tensor) and .mul_ are "
                       "fine (the one norm and the only-when-above are the exercise): "
                       "torch.nn.utils.clip_grad_norm_ is clipping itself"),
+]})
+
+
+# --- notebook 03: a softmax that does not overflow ---------------------------------------------------
+
+def _softmax_cases():
+    """Ordinary and masked scores, then rows whose e^x overflows (x + 100: in float32; x + 1000: in
+    float64 too) and rows far apart (x, x + 1000, x − 1000: one maximum for all of them fails)."""
+    x = _rand(3, 6, seed=3, low=-3, high=3)
+    masked = _rand(1, 2, 4, 4, seed=1, low=-3, high=3).masked_fill(causal_mask(4), float("-inf"))
+    return [(_rand(2, 5, seed=0, low=-3, high=3),), (masked,), (_rand(3, 6, seed=2) + 100,),
+            (_rand(2, 6, seed=4) + 1000,), (torch.stack([x[0], x[1] + 1000, x[2] - 1000]),)]
+
+
+def _softmax_slips(x):
+    """NaN or inf where the softmax is finite: e^x overflowed (or every e^x of a row underflowed),
+    because no maximum was subtracted, or one maximum for the whole tensor was."""
+    def overflow(got, expected):
+        if not (isinstance(got, torch.Tensor) and got.shape == expected.shape):
+            return None
+        bad = ~torch.isfinite(got).all(-1) & torch.isfinite(expected).all(-1)  # rows that broke
+        if not bad.any():
+            return None
+        row_max = x.amax(-1)
+        if torch.isfinite(got[row_max == row_max.max()]).all() and \
+                (row_max.max() - row_max[bad].min()) > 80:
+            return ("yours subtracts one maximum for the whole tensor: a row far below it (here one "
+                    f"{float(row_max.max() - row_max[bad].min()):.0f} lower) has every e^(x − max) "
+                    "round to 0, and 0/0 is NaN. Subtract each row's own maximum, "
+                    "x.amax(-1, keepdim=True)")
+        return ("yours overflows: e^x is inf above x ≈ 88.7 in float32 (709.8 in float64), and "
+                "inf/inf is NaN (a row of large negative scores gives 0/0 the same way). Subtract "
+                "the row's maximum first: softmax(x − max) is the same softmax, and its largest "
+                "e^(x − max) is e^0 = 1")
+    overflow.__name__ = "_softmax_overflow"
+    return (overflow,)
+
+
+EXERCISES.update({e.name: e for e in [
+    Exercise("softmax", "03", "a softmax that does not overflow: subtract each row's maximum first",
+             2, 10, lambda x: torch.softmax(x, dim=-1), _softmax_cases,
+             "over the last dimension: e^(x − max) / Σ e^(x − max), with max = x.amax(-1, "
+             "keepdim=True) the row's largest entry; a −inf entry (masked) gets weight 0",
+             options={"diagnoses": _softmax_slips,
+                      "case_names": ["ordinary scores", "masked scores (−inf), as attention gives",
+                                     "x + 100", "x + 1000", "rows at x, x + 1000 and x − 1000"],
+                      "hints_by_diagnosis": {
+                 "_softmax_overflow": "subtract the row's maximum first: z = x - x.amax(-1, "
+                                      "keepdim=True), then z.exp() / z.exp().sum(-1, keepdim=True)",
+                 "softmax_over_wrong_dim": "each row is one softmax: the max and the sum over "
+                                           "dim=-1, with keepdim=True",
+                 "rows_not_summing_to_1": "divide by the sum of the same row's e^(x − max): "
+                                          ".sum(-1, keepdim=True)",
+                 "raised": "x.max(-1, keepdim=True) returns (values, indices): take .values, or "
+                           "use x.amax(-1, keepdim=True); keepdim=True lines the row's maximum up "
+                           "with its entries"}},
+             library={torch.softmax: "torch.softmax", F.softmax: "F.softmax",
+                      torch.Tensor.softmax: ".softmax()", torch.log_softmax: "torch.log_softmax",
+                      F.log_softmax: "F.log_softmax", torch.Tensor.log_softmax: ".log_softmax()",
+                      torch.special.softmax: "torch.special.softmax",
+                      torch.logsumexp: "torch.logsumexp", torch.Tensor.logsumexp: ".logsumexp()",
+                      nn.Softmax.forward: "nn.Softmax"},
+             own_work=".amax (or .max(...).values), - , .exp(), .sum and / are fine (the stable "
+                      "form is the exercise): torch.softmax, F.softmax and .softmax() are the "
+                      "softmax itself"),
 ]})

@@ -26,6 +26,7 @@ PIECES = {
     "embed": ("embed(ids, table) → (B, T, C)", "01"),
     "apply_rope": ("apply_rope(x, cos, sin) → x with each pair rotated", "02"),
     "causal_mask": ("causal_mask(T) → (T, T) bool, True where i may not look at j", "03"),
+    "softmax": ("softmax(x) over the last dimension, stable (your attention calls it)", "03"),
     "attention": ("attention(q, k, v, mask) → (output, weights)", "03"),
     "layer_norm": ("layer_norm(x, weight, bias, eps)", "04"),
     "rms_norm": ("rms_norm(x, weight, eps)", "04"),
@@ -41,6 +42,7 @@ class Parts:
     embed: Callable | None = None
     apply_rope: Callable | None = None
     causal_mask: Callable | None = None
+    softmax: Callable | None = None  # no slot of its own in the model: your attention calls it
     attention: Callable | None = None
     layer_norm: Callable | None = None
     rms_norm: Callable | None = None
@@ -106,7 +108,9 @@ def load_saved(names, fallback: Callable[[str], Callable] | None = None) -> tupl
             found[name], origin[name] = namespace.pop("__piece__"), f"yours ({path.parent.name}/{path.name})"
         elif fallback is not None:
             found[name], origin[name] = fallback(name), "reference solution (you have not saved one yet)"
-            # a saved piece may call another by its exercise's name (your train_step calls
-            # my_clip_gradients): the reference answers to that name where you saved none
-            namespace.setdefault(f"my_{name}", found[name])
+    # a saved piece may call another by its exercise's name (your attention calls my_softmax, your
+    # train_step my_clip_gradients): the reference solution answers to a name you have not saved
+    from . import solutions
+    for name in names:
+        namespace.setdefault(f"my_{name}", found.get(name) or getattr(solutions, f"my_{name}"))
     return found, origin

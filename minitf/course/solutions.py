@@ -50,12 +50,18 @@ def my_causal_mask(T):
     return j > i                  # True where the key is in the query's future
 
 
+def my_softmax(x):
+    z = x - x.amax(-1, keepdim=True)      # the row's largest entry becomes 0: e^z ≤ 1, no overflow
+    e = z.exp()                           # a masked −inf entry gives e^−inf = 0
+    return e / e.sum(-1, keepdim=True)    # each row sums to 1
+
+
 def my_attention(q, k, v, mask):
     d = q.size(-1)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, H, T, T)
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))  # the future gets weight e^-inf = 0
-    weights = torch.softmax(scores, dim=-1)              # each row sums to 1
+    weights = my_softmax(scores)                         # yours, over the keys: each row sums to 1
     return weights @ v, weights
 
 
