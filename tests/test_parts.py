@@ -183,3 +183,26 @@ def test_the_assembled_model_trains_with_the_learners_batch():
     history = minitf.train(model, pairs, steps=30, batch_size=16, lr=1e-2, progress=False,
                            make_batch=ALL.make_batch)
     assert history.loss[-1] < history.loss[0] - 0.5
+
+
+def test_a_modern_model_from_your_pieces_computes_minitfs_logits_and_a_swapped_swiglu_is_named():
+    # Config.modern: RMSNorm, pre-norm, no biases, the SiLU-gated FFN (SwiGLU), QK-norm
+    config = minitf.Config.modern(d_model=8, n_heads=2, n_layers=2, d_ff=12)
+    assert parts.check(ALL, config).ok
+    model = parts.assemble(config, ALL)
+    assert type(model.blocks[0].ffn).__name__ == "YourGatedFeedForward"
+
+    def swiglu_activating_the_gate(x, w_up, w_gate, w_down):
+        return (torch.nn.functional.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
+
+    result = parts.check(parts.Parts(swiglu=swiglu_activating_the_gate), config)
+    assert list(result.broken) == ["swiglu"] and "notebook 04" in str(result)
+
+
+def test_a_broken_softmax_is_named_though_it_has_no_slot_of_its_own():
+    def softmax_without_the_maximum(x):
+        e = x.exp()
+        return e / e.sum(-1, keepdim=True)
+
+    result = parts.check(parts.Parts(softmax=softmax_without_the_maximum))
+    assert list(result.broken) == ["softmax"] and "overflows" in str(result), str(result)

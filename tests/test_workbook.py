@@ -135,7 +135,40 @@ def ffn_without_b_down(x, w_up, b_up, w_down, b_down):
     return torch.relu(x @ w_up.T + b_up) @ w_down.T
 
 
+def softmax_without_the_maximum(x):  # overflows: e^1000 is inf in float64 too
+    e = x.exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def softmax_minus_one_maximum(x):  # the whole tensor's maximum: a row far below it becomes 0/0
+    e = (x - x.max()).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def softmax_max_tuple(x):  # x.max(dim) returns (values, indices)
+    e = (x - x.max(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def swiglu_activating_the_gate(x, w_up, w_gate, w_down):
+    return (F.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
+
+
+def swiglu_without_the_gate(x, w_up, w_gate, w_down):
+    return F.silu(x @ w_up.T) @ w_down.T
+
+
+def swiglu_with_relu(x, w_up, w_gate, w_down):
+    return (torch.relu(x @ w_up.T) * (x @ w_gate.T)) @ w_down.T
+
+
 MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must contain)
+    ("softmax", softmax_without_the_maximum, "_softmax_overflow", "subtract the row's maximum first"),
+    ("softmax", softmax_minus_one_maximum, "_softmax_overflow", "one maximum for the whole tensor"),
+    ("softmax", softmax_max_tuple, "raised", "take .values"),
+    ("swiglu", swiglu_activating_the_gate, "_swiglu_swapped", "SiLU on the gate branch"),
+    ("swiglu", swiglu_without_the_gate, "_swiglu_no_gate", "leaves out the gate"),
+    ("swiglu", swiglu_with_relu, "_swiglu_activation", "ReLU where SwiGLU uses SiLU"),
     ("count_parameters", lambda c: solutions.my_count_parameters(c) - c.vocab_size, "count_difference",
      "output head"),
     ("apply_rope", rope_cat, "permutation", "wrong slots"),
@@ -338,6 +371,10 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("layer_norm", layer_norm_with_module, "nn.LayerNorm"),
     ("rms_norm", lambda x, w, eps: torch.nn.functional.rms_norm(x, w.shape, w, eps), "F.rms_norm"),
     ("feed_forward", ffn_with_module, "minitf.FeedForward"),
+    ("softmax", lambda x: torch.softmax(x, dim=-1), "torch.softmax"),
+    ("softmax", lambda x: F.softmax(x, dim=-1), "F.softmax"),
+    ("softmax", lambda x: x.softmax(-1), ".softmax()"),
+    ("softmax", lambda x: torch.nn.Softmax(dim=-1)(x), "nn.Softmax"),
     ("make_batch", lambda pairs: minitf.make_batch(pairs), "minitf.make_batch"),
     ("ablate_head", lambda model, layer, head: minitf.ablate_heads(model, [(layer, head)]), "minitf.ablate_heads"),
     ("position_ids", lambda ids: minitf.rope.position_ids(ids, "coupled"), "minitf.rope.position_ids"),

@@ -807,3 +807,67 @@ EXERCISES.update({e.name: e for e in [
                       "form is the exercise): torch.softmax, F.softmax and .softmax() are the "
                       "softmax itself"),
 ]})
+
+
+# --- notebook 04: the gated feed-forward, SwiGLU -----------------------------------------------------
+
+def _swiglu_cases():
+    """Two sizes, no biases (the modern block has none), weights of both signs."""
+    cases = []
+    for seed, (C, Fd) in enumerate([(4, 6), (3, 8)]):
+        cases.append((_rand(2, 3, C, seed=seed, low=-2, high=2), _rand(Fd, C, seed=seed + 1),
+                      _rand(Fd, C, seed=seed + 2), _rand(C, Fd, seed=seed + 3)))
+    return cases
+
+
+def _swiglu_reference(x, w_up, w_gate, w_down):
+    """minitf's gated FeedForward (Config(ffn_gate=True, activation="silu", bias=False)) with these weights."""
+    C, d_ff = x.size(-1), w_up.size(0)
+    ffn = FeedForward(Config(d_model=C, n_heads=1, d_ff=d_ff, ffn_gate=True, activation="silu",
+                             bias=False, positional="none")).to(x.dtype)
+    ffn.load_state_dict({"up.weight": w_up, "gate.weight": w_gate, "down.weight": w_down})
+    with torch.no_grad():
+        return ffn(x)
+
+
+def _swiglu_slips(x, w_up, w_gate, w_down):
+    up, gate = x @ w_up.T, x @ w_gate.T
+    down = lambda h: h @ w_down.T
+    swapped = _first_slip([(down(F.silu(gate) * up), (
+        "yours puts the SiLU on the gate branch and leaves up linear: here SiLU goes on up "
+        "(x @ w_up.T) and the gate (x @ w_gate.T) multiplies it as it is. (LLaMA's code names the "
+        "two the other way round, gate_proj activated: the same function with the names swapped)"))])
+    swapped.__name__ = "_swiglu_swapped"
+    no_gate = _first_slip([
+        (down(F.silu(up)), "yours leaves out the gate: down(silu(up x)) is the plain two-matrix FFN "
+                           "with SiLU; SwiGLU multiplies silu(up x) by gate x, element by element"),
+        (down(F.silu(gate)), "yours leaves out up and applies SiLU to the gate alone: SwiGLU is "
+                             "silu(x @ w_up.T) * (x @ w_gate.T)"),
+        (down(up * gate), "yours has no SiLU: up x ⊙ gate x alone is a bilinear map; SwiGLU is "
+                          "silu(up x) ⊙ gate x")])
+    no_gate.__name__ = "_swiglu_no_gate"
+    activation = _first_slip([
+        (down(torch.relu(up) * gate), "yours uses ReLU where SwiGLU uses SiLU, x·σ(x) (F.silu)"),
+        (down(torch.sigmoid(up) * gate), "yours uses the sigmoid σ(x) (that is GLU); SiLU is x·σ(x), "
+                                         "F.silu"),
+        (down(F.silu(up * gate)), "yours applies SiLU after multiplying: SiLU goes on up x alone, "
+                                  "then the product with gate x")])
+    activation.__name__ = "_swiglu_activation"
+    return (swapped, no_gate, activation)
+
+
+EXERCISES.update({e.name: e for e in [
+    Exercise("swiglu", "04", "SwiGLU: the FFN's hidden units gated by a second projection of the input",
+             2, 10, _swiglu_reference, _swiglu_cases,
+             "three maps, no biases: hidden = silu(x @ w_up.T) * (x @ w_gate.T), element by element, "
+             "(..., d_ff); then hidden @ w_down.T",
+             options={"diagnoses": _swiglu_slips, "hints_by_diagnosis": {
+                 "_swiglu_swapped": "F.silu(x @ w_up.T) * (x @ w_gate.T): SiLU on up, the gate linear",
+                 "_swiglu_no_gate": "the hidden units are silu(x @ w_up.T) times (x @ w_gate.T)",
+                 "_swiglu_activation": "F.silu(x @ w_up.T) (SiLU = x·σ(x)), then times the gate",
+                 "raised": "nn.Linear stores W as (out, in): x @ w.T; up and gate are (d_ff, C), "
+                           "down is (C, d_ff)"}},
+             library={FeedForward.forward: "minitf.FeedForward"},
+             own_work="F.silu (or x * torch.sigmoid(x)), @ and F.linear are fine (the gate is the "
+                      "exercise): minitf.FeedForward with ffn_gate is SwiGLU itself"),
+]})

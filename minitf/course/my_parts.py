@@ -31,6 +31,7 @@ PIECES = {
     "layer_norm": ("layer_norm(x, weight, bias, eps)", "04"),
     "rms_norm": ("rms_norm(x, weight, eps)", "04"),
     "feed_forward": ("feed_forward(x, w_up, b_up, w_down, b_down), ReLU", "04"),
+    "swiglu": ("swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.ffn_gate)", "04"),
     "make_batch": ("make_batch(pairs) → (ids, targets)", "05"),
     "position_ids": ("position_ids(ids) → (B, T) coupled ids (used when config.position_ids='coupled')", "11"),
 }
@@ -47,6 +48,7 @@ class Parts:
     layer_norm: Callable | None = None
     rms_norm: Callable | None = None
     feed_forward: Callable | None = None
+    swiglu: Callable | None = None
     make_batch: Callable | None = None
     position_ids: Callable | None = None
     origin: dict = field(default_factory=dict, compare=False)  # piece → where it came from

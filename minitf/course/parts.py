@@ -66,6 +66,16 @@ class YourFeedForward(FeedForward):
         return self.fn(x, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
 
 
+class YourGatedFeedForward(FeedForward):
+    """The gated FFN (Config(ffn_gate=True, activation="silu", bias=False)) calling your swiglu."""
+    def __init__(self, fn, config: Config):
+        super().__init__(config)
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x, self.up.weight, self.gate.weight, self.down.weight)
+
+
 class YourAttention(MultiHeadAttention):
     """minitf's multi-head attention with your rotation, mask and attention in its two steps."""
 
@@ -98,8 +108,11 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
     `Transformer(config)` would get with the same random state."""
     config = config or Config()
     parts = parts or Parts(**pieces)
-    if parts.feed_forward and config.activation != "relu":
+    if parts.feed_forward and not config.ffn_gate and config.activation != "relu":
         raise ValueError(f"your feed_forward uses ReLU; this config's activation is {config.activation!r}")
+    if parts.swiglu and config.ffn_gate and (config.activation != "silu" or config.bias):
+        raise ValueError("your swiglu is SiLU-gated without biases; this config has activation "
+                         f"{config.activation!r} and bias={config.bias}")
     model = Transformer(config)
     c = config
     if parts.embed:
@@ -111,8 +124,10 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
     for block in model.blocks:
         if parts.apply_rope or parts.causal_mask or parts.attention:
             _swap(block, "attn", YourAttention(parts, c))
-        if parts.feed_forward and getattr(block, "ffn", None) is not None:
-            _swap(block, "ffn", YourFeedForward(parts.feed_forward, c))
+        gated = c.ffn_gate  # the gated FFN is your swiglu's, the plain one your feed_forward's
+        ffn_fn, YourFFN = (parts.swiglu, YourGatedFeedForward) if gated else (parts.feed_forward, YourFeedForward)
+        if ffn_fn and getattr(block, "ffn", None) is not None:
+            _swap(block, "ffn", YourFFN(ffn_fn, c))
         if norm_fn:
             for name in ("norm1", "norm2"):
                 if getattr(block, name, None) is not None:

@@ -81,6 +81,12 @@ def my_feed_forward(x, w_up, b_up, w_down, b_down):
     return hidden @ w_down.T + b_down        # (B, T, C)
 
 
+def my_swiglu(x, w_up, w_gate, w_down):
+    import torch.nn.functional as F
+    hidden = F.silu(x @ w_up.T) * (x @ w_gate.T)  # (..., d_ff): SiLU on up, times the linear gate
+    return hidden @ w_down.T                       # back to (..., C); the modern block has no biases
+
+
 def my_make_batch(pairs):
     seqs = [[*p.input, TAB, *p.output, EOS] for p in pairs]
     T = max(len(s) for s in seqs) - 1  # the model never reads the last byte
