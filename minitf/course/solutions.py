@@ -162,7 +162,7 @@ def my_value_rotation(k):
 # --- the training core (notebook 08) ---------------------------------------------------------------
 
 def my_output_loss(logits, targets):
-    from minitf import IGNORE                           # −100: the positions that are not scored
+    from minitf.core.tokens import IGNORE               # −100: the positions that are not scored
     keep = targets != IGNORE                            # the output bytes and EOS: what is scored
     logp = torch.log_softmax(logits, dim=-1)            # (B, T, V) log-probabilities
     safe = torch.where(keep, targets, 0)                # any valid index where the target is IGNORE
