@@ -39,7 +39,8 @@ def test_an_unassembled_piece_stays_minitfs():
     model = parts.assemble(minitf.Config(), embed=solutions.my_embed)
     assert isinstance(model.embed, parts.YourEmbedding)
     assert type(model.blocks[0].attn) is minitf.MultiHeadAttention
-    assert "embed         yours" in repr(model.parts) and "attention     minitf" in repr(model.parts)
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in repr(model.parts).splitlines()}
+    assert rows["embed"] == "yours" and rows["attention"] == "minitf"
 
 
 # deliberately wrong pieces: the check must name exactly the broken one
@@ -206,3 +207,31 @@ def test_a_broken_softmax_is_named_though_it_has_no_slot_of_its_own():
 
     result = parts.check(parts.Parts(softmax=softmax_without_the_maximum))
     assert list(result.broken) == ["softmax"] and "overflows" in str(result), str(result)
+
+
+def test_your_multi_head_attention_runs_the_model_with_your_attention_inside_and_a_wrong_merge_is_named():
+    config = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
+                           rope_base=20.0, position_ids="coupled", tie_embeddings=True)  # 08's model
+    calls = []
+
+    def counting_attention(q, k, v, mask):
+        calls.append(mask is not None)
+        return solutions.my_attention(q, k, v, mask)
+
+    model = parts.assemble(config, multi_head_attention=solutions.my_multi_head_attention,
+                           attention=counting_attention)
+    with torch.no_grad():
+        model(torch.tensor([list(b"abc\tbcd")]))
+    assert calls == [True]  # the forward is yours, and the attention it calls by name is the Parts' one
+    assert parts.check(parts.Parts(multi_head_attention=solutions.my_multi_head_attention), config).ok
+
+    def merge_without_transpose(attn, x, cos, sin):
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
+                   for t in attn.qkv(x).split(C, dim=-1))
+        q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+        y, w = solutions.my_attention(q, k, v, solutions.my_causal_mask(T))
+        return attn.out(y.reshape(B, T, C)), w
+
+    result = parts.check(parts.Parts(multi_head_attention=merge_without_transpose), config)
+    assert list(result.broken) == ["multi_head_attention"] and "notebook 03" in str(result)

@@ -162,7 +162,28 @@ def swiglu_with_relu(x, w_up, w_gate, w_down):
     return (torch.relu(x @ w_up.T) * (x @ w_gate.T)) @ w_down.T
 
 
+def multi_head_attention(merge_transpose=True, out=True, mask=True, order="qkv", split_transpose=True):
+    """The learner's forward with one switch wrong, written as a learner would."""
+    def my_multi_head_attention(attn, x, cos, sin):
+        B, T, C = x.shape
+        H, hd = attn.n_heads, attn.head_dim
+        parts = dict(zip(order, attn.qkv(x).split(H * hd, dim=-1)))
+        heads = lambda t: t.view(B, T, H, hd).transpose(1, 2) if split_transpose else t.reshape(B, H, T, hd)
+        q, k, v = heads(parts["q"]), heads(parts["k"]), heads(parts["v"])
+        q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+        y, w = solutions.my_attention(q, k, v, solutions.my_causal_mask(T) if mask else None)
+        y = (y.transpose(1, 2) if merge_transpose else y).reshape(B, T, H * hd)
+        return (attn.out(y) if out else y), w
+    return my_multi_head_attention
+
+
 MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must contain)
+    ("multi_head_attention", multi_head_attention(merge_transpose=False), "_mha_merge",
+     "without moving the head dimension back"),
+    ("multi_head_attention", multi_head_attention(split_transpose=False), "_mha_split", "cuts the positions"),
+    ("multi_head_attention", multi_head_attention(out=False), "_mha_no_out", "leaves out the output projection"),
+    ("multi_head_attention", multi_head_attention(mask=False), "_mha_no_mask", "without the causal mask"),
+    ("multi_head_attention", multi_head_attention(order="qvk"), "_mha_kv_swapped", "swaps K and V"),
     ("softmax", softmax_without_the_maximum, "_softmax_overflow", "subtract the row's maximum first"),
     ("softmax", softmax_minus_one_maximum, "_softmax_overflow", "one maximum for the whole tensor"),
     ("softmax", softmax_max_tuple, "raised", "take .values"),
@@ -371,6 +392,8 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("layer_norm", layer_norm_with_module, "nn.LayerNorm"),
     ("rms_norm", lambda x, w, eps: torch.nn.functional.rms_norm(x, w.shape, w, eps), "F.rms_norm"),
     ("feed_forward", ffn_with_module, "minitf.FeedForward"),
+    ("multi_head_attention", lambda attn, x, cos, sin: attn(x, cos, sin, need_weights=True),
+     "minitf.MultiHeadAttention (its forward)"),
     ("softmax", lambda x: torch.softmax(x, dim=-1), "torch.softmax"),
     ("softmax", lambda x: F.softmax(x, dim=-1), "F.softmax"),
     ("softmax", lambda x: x.softmax(-1), ".softmax()"),
@@ -477,7 +500,11 @@ def test_every_solution_passes_when_pasted_after_its_notebooks_imports(name):
     for cell in json.loads(notebook.read_text())["cells"][:3]:  # the setup and import cells
         if cell["cell_type"] == "code":
             exec("".join(cell["source"]), namespace)
-    for earlier in ("softmax", "clip_gradients"):  # a piece written in the exercise before, called by name
-        if earlier != name and f"my_{earlier}(" in workbook.solution_markdown(name):
-            _pasted(earlier, namespace)
-    assert workbook.run_check(name, _pasted(name, namespace)).startswith("✓")
+
+    def paste_with_what_it_calls(piece):  # pieces written in earlier exercises are called by name
+        for earlier in NAMES:
+            if earlier != piece and f"my_{earlier}(" in workbook.solution_markdown(piece):
+                paste_with_what_it_calls(earlier)
+        return _pasted(piece, namespace)
+
+    assert workbook.run_check(name, paste_with_what_it_calls(name)).startswith("✓")

@@ -871,3 +871,95 @@ EXERCISES.update({e.name: e for e in [
              own_work="F.silu (or x * torch.sigmoid(x)), @ and F.linear are fine (the gate is the "
                       "exercise): minitf.FeedForward with ffn_gate is SwiGLU itself"),
 ]})
+
+
+# --- notebook 03: multi-head attention's forward, around the learner's attention ---------------------
+
+def _mha_cases():
+    """Two modules (heads of 4 and of 2, H ≠ T so a wrong axis cannot line up by chance) and their
+    RoPE angles; the module's own weights are the case."""
+    cases = []
+    for seed, (C, H, B, T) in enumerate([(8, 2, 2, 5), (8, 4, 1, 3)]):
+        torch.manual_seed(seed)
+        attn = MultiHeadAttention(Config(d_model=C, n_heads=H, dropout=0.0)).double()
+        cos, sin = rope_angles(attn.inv_freq, T)
+        cases.append((attn, _rand(B, T, C, seed=seed + 10), cos, sin))
+    return cases
+
+
+def _mha_reference(attn, x, cos, sin):
+    with torch.no_grad():
+        return attn(x, cos, sin, need_weights=True)
+
+
+def _mha_slips(attn, x, cos, sin):
+    """The module's forward with one step wrong, computed with minitf's own pieces."""
+    B, T, _ = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    split = lambda t: t.view(B, T, H, hd).transpose(1, 2)
+    merge = lambda y: y.transpose(1, 2).reshape(B, T, H * hd)
+    rope = lambda t: apply_rope(t, cos, sin)
+
+    def forward(split=split, merge=merge, out=True, mask=True, swap_kv=False, rotate=True):
+        with torch.no_grad():
+            q, k, v = (split(t) for t in attn.qkv(x).split(H * hd, dim=-1))
+            if swap_kv:
+                k, v = v, k
+            if rotate:
+                q, k = rope(q), rope(k)
+            y, w = attention(q, k, v, causal_mask(T) if mask else None)
+            y = merge(y)
+            return (attn.out(y) if out else y), w
+
+    def slip(name, result, words):
+        recognise = _first_slip([(result[0], words), (result[1], words)])
+        recognise.__name__ = name
+        return recognise
+
+    return (
+        slip("_mha_merge", forward(merge=lambda y: y.reshape(B, T, H * hd)),
+             "yours merges the heads without moving the head dimension back: y is (B, H, T, hd), "
+             "so y.reshape(B, T, H·hd) mixes positions and heads. y.transpose(1, 2) first, then "
+             "reshape"),
+        slip("_mha_split", forward(split=lambda t: t.reshape(B, H, T, hd)),
+             "yours splits the heads with a view to (B, H, T, hd) straight from (B, T, H·hd): that "
+             "cuts the positions, not each position's vector. view(B, T, H, hd), then "
+             "transpose(1, 2)"),
+        slip("_mha_no_out", forward(out=False),
+             "yours leaves out the output projection: the merged heads go through attn.out (W_O), "
+             "which mixes them"),
+        slip("_mha_no_mask", forward(mask=False),
+             "yours attends without the causal mask: every position sees its future. Pass "
+             "my_causal_mask(T) to your attention"),
+        slip("_mha_kv_swapped", forward(swap_kv=True),
+             "yours swaps K and V: attn.qkv(x) holds [q, k, v] in this order along the last "
+             "dimension"),
+        slip("_mha_no_rope", forward(rotate=False),
+             "yours leaves out RoPE: q and k are rotated (attn.rotate(q, cos, sin)) after the split "
+             "and before the scores; v is not"))
+
+
+EXERCISES.update({e.name: e for e in [
+    Exercise("multi_head_attention", "03", "multi-head attention's forward: project, split into "
+             "heads, RoPE, attention, merge, project", 3, 20, _mha_reference, _mha_cases,
+             "q, k, v = attn.qkv(x).split(H·hd, dim=-1), each .view(B, T, H, hd).transpose(1, 2); "
+             "rotate q and k (attn.rotate(t, cos, sin)); y, weights = my_attention(q, k, v, "
+             "my_causal_mask(T)); y.transpose(1, 2).reshape(B, T, H·hd); return attn.out(y), weights",
+             result_names=("output", "weights"),
+             options={"diagnoses": _mha_slips, "hints_by_diagnosis": {
+                 "_mha_merge": "y.transpose(1, 2).reshape(B, T, H * hd): heads back beside each other",
+                 "_mha_split": "t.view(B, T, H, hd).transpose(1, 2) for each of q, k and v",
+                 "_mha_no_out": "return attn.out(y), weights",
+                 "_mha_no_mask": "my_attention(q, k, v, my_causal_mask(T).to(x.device))",
+                 "_mha_kv_swapped": "q, k, v = attn.qkv(x).split(H * hd, dim=-1), in this order",
+                 "_mha_no_rope": "q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin), after "
+                                 "the split",
+                 "raised": "split first, (B, T, H·hd) → view(B, T, H, hd) → transpose(1, 2) → "
+                           "(B, H, T, hd): RoPE and attention work on each head's (T, hd)"}},
+             library={MultiHeadAttention.forward: "minitf.MultiHeadAttention (its forward)",
+                      F.multi_head_attention_forward: "F.multi_head_attention_forward",
+                      nn.MultiheadAttention.forward: "nn.MultiheadAttention"},
+             own_work="attn.qkv, attn.out, attn.rotate, .view, .transpose, .reshape and your "
+                      "my_attention and my_causal_mask are fine (the heads are the exercise): the "
+                      "module's own forward is the answer itself"),
+]})

@@ -28,6 +28,8 @@ PIECES = {
     "causal_mask": ("causal_mask(T) → (T, T) bool, True where i may not look at j", "03"),
     "softmax": ("softmax(x) over the last dimension, stable (your attention calls it)", "03"),
     "attention": ("attention(q, k, v, mask) → (output, weights)", "03"),
+    "multi_head_attention": ("multi_head_attention(attn, x, cos, sin) → (output, weights): the "
+                             "projections and heads around your attention", "03"),
     "layer_norm": ("layer_norm(x, weight, bias, eps)", "04"),
     "rms_norm": ("rms_norm(x, weight, eps)", "04"),
     "feed_forward": ("feed_forward(x, w_up, b_up, w_down, b_down), ReLU", "04"),
@@ -45,6 +47,7 @@ class Parts:
     causal_mask: Callable | None = None
     softmax: Callable | None = None  # no slot of its own in the model: your attention calls it
     attention: Callable | None = None
+    multi_head_attention: Callable | None = None
     layer_norm: Callable | None = None
     rms_norm: Callable | None = None
     feed_forward: Callable | None = None

@@ -13,6 +13,7 @@ through this module: it costs nothing when unused.
 from __future__ import annotations
 
 import copy
+import types
 from dataclasses import dataclass
 
 import torch
@@ -76,16 +77,45 @@ class YourGatedFeedForward(FeedForward):
         return self.fn(x, self.up.weight, self.gate.weight, self.down.weight)
 
 
+def _calling(fn, **pieces):
+    """fn with the names it calls (my_attention, my_causal_mask) bound to these pieces: your
+    multi_head_attention calls your attention by name, and in a model built from Parts that name
+    must be the Parts' attention (the one the check names), not whatever the name meant where fn
+    was written. Pieces given as None, and a function without code of its own, stay as they are."""
+    code = getattr(fn, "__code__", None)
+    pieces = {name: piece for name, piece in pieces.items() if piece is not None}
+    if code is None or not pieces:
+        return fn
+    rebound = types.FunctionType(code, {**fn.__globals__, **pieces}, fn.__name__, fn.__defaults__,
+                                 fn.__closure__)
+    rebound.__kwdefaults__ = fn.__kwdefaults__
+    return rebound
+
+
 class YourAttention(MultiHeadAttention):
-    """minitf's multi-head attention with your rotation, mask and attention in its two steps."""
+    """minitf's multi-head attention with your rotation, mask and attention in its two steps, or
+    your whole multi_head_attention (with your attention and mask inside)."""
 
     def __init__(self, parts: Parts, config: Config):
         super().__init__(config)
         self.parts = parts
+        self.forward_fn = parts.multi_head_attention and _calling(
+            parts.multi_head_attention, my_attention=parts.attention, my_causal_mask=parts.causal_mask)
 
     def rotate(self, x, cos, sin):
         fn = self.parts.apply_rope
         return fn(x, cos, sin) if fn else super().rotate(x, cos, sin)
+
+    def forward(self, x, rope_cos=None, rope_sin=None, need_weights: bool = False, kv=None):
+        """Your multi_head_attention where it applies: a causal RoPE layer without QK-norm, read
+        without a KV cache (the cached step is notebook 09's exercise); minitf's forward, with your
+        rotation and attention inside, everywhere else."""
+        fn = self.forward_fn
+        if fn is None or kv is not None or not (self.rope and self.causal) or self.q_norm is not None \
+                or self.rope_on_v:
+            return super().forward(x, rope_cos, rope_sin, need_weights, kv)
+        y, weights = fn(self, x, rope_cos, rope_sin)
+        return y, (weights if need_weights else None)
 
     def attend(self, q, k, v, need_weights: bool):
         if not (self.parts.attention or self.parts.causal_mask):
@@ -122,7 +152,7 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
     norm_fn = parts.layer_norm if c.norm == "layer" else parts.rms_norm
     YourNorm = YourLayerNorm if c.norm == "layer" else YourRMSNorm
     for block in model.blocks:
-        if parts.apply_rope or parts.causal_mask or parts.attention:
+        if parts.apply_rope or parts.causal_mask or parts.attention or parts.multi_head_attention:
             _swap(block, "attn", YourAttention(parts, c))
         gated = c.ffn_gate  # the gated FFN is your swiglu's, the plain one your feed_forward's
         ffn_fn, YourFFN = (parts.swiglu, YourGatedFeedForward) if gated else (parts.feed_forward, YourFeedForward)

@@ -65,6 +65,17 @@ def my_attention(q, k, v, mask):
     return weights @ v, weights
 
 
+def my_multi_head_attention(attn, x, cos, sin):
+    B, T, C = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    q, k, v = attn.qkv(x).split(H * hd, dim=-1)                        # (B, T, H·hd) each
+    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd): one per head
+    q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)          # RoPE on each head's q and k
+    y, weights = my_attention(q, k, v, my_causal_mask(T).to(x.device))  # (B, H, T, hd), (B, H, T, T)
+    y = y.transpose(1, 2).reshape(B, T, H * hd)                        # heads side by side again
+    return attn.out(y), weights                                        # W_O mixes the heads
+
+
 def my_layer_norm(x, weight, bias, eps):
     mean = x.mean(-1, keepdim=True)
     var = ((x - mean) ** 2).mean(-1, keepdim=True)  # biased: divide by C, not C − 1
