@@ -235,3 +235,19 @@ def test_your_multi_head_attention_runs_the_model_with_your_attention_inside_and
 
     result = parts.check(parts.Parts(multi_head_attention=merge_without_transpose), config)
     assert list(result.broken) == ["multi_head_attention"] and "notebook 03" in str(result)
+
+
+@pytest.mark.parametrize("position", ["pre", "post"])
+def test_your_block_runs_the_model_and_a_block_without_residuals_is_named(position):
+    config = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position=position, dropout=0.0)
+    model = parts.assemble(config, block=solutions.my_block)
+    assert all(type(b).__name__ == "YourBlock" for b in model.blocks)
+    assert parts.check(parts.Parts(block=solutions.my_block), config).ok
+
+    def block_without_residuals(blk, h, cos, sin):
+        a, w = blk.attn(blk.norm1(h) if blk.pre_norm else h, cos, sin, need_weights=True)
+        h = a if blk.pre_norm else blk.norm1(a)
+        return (blk.ffn(blk.norm2(h)) if blk.pre_norm else blk.norm2(blk.ffn(h))), w
+
+    result = parts.check(parts.Parts(block=block_without_residuals), config)
+    assert list(result.broken) == ["block"] and "notebook 04" in str(result)

@@ -177,7 +177,34 @@ def multi_head_attention(merge_transpose=True, out=True, mask=True, order="qkv",
     return my_multi_head_attention
 
 
+def block(residual=True, second_norm="norm2", ffn_reads_input=False, layout=None):
+    """The learner's block with one slip, written as a learner would."""
+    def my_block(blk, h, cos, sin):
+        norm2 = getattr(blk, second_norm)
+        if blk.pre_norm if layout is None else layout == "pre":
+            a, w = blk.attn(blk.norm1(h), cos, sin, need_weights=True)
+            h1 = h + a if residual else a
+            f = blk.ffn(norm2(h if ffn_reads_input else h1))
+            return (h1 + f if residual else f), w
+        a, w = blk.attn(h, cos, sin, need_weights=True)
+        h1 = blk.norm1(h + a if residual else a)
+        f = blk.ffn(h if ffn_reads_input else h1)
+        return norm2(h1 + f if residual else f), w
+    return my_block
+
+
+def block_with_the_seed_documents_double_norm(blk, h, cos, sin):
+    a, w = blk.attn(blk.norm1(h), cos, sin, need_weights=True)
+    h = blk.norm1(h + a)
+    return blk.norm2(h + blk.ffn(h)), w
+
+
 MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must contain)
+    ("block", block(residual=False), "_block_no_residual", "no residual connection"),
+    ("block", block(layout="pre"), "_block_norm_side", "where the other layout has them"),
+    ("block", block(second_norm="norm1"), "_block_shared_norm", "uses norm1 for both sub-layers"),
+    ("block", block(ffn_reads_input=True), "_block_ffn_input", "feeds the FFN the block's input"),
+    ("block", block_with_the_seed_documents_double_norm, "_block_double_norm", "neither layout"),
     ("multi_head_attention", multi_head_attention(merge_transpose=False), "_mha_merge",
      "without moving the head dimension back"),
     ("multi_head_attention", multi_head_attention(split_transpose=False), "_mha_split", "cuts the positions"),
@@ -394,6 +421,7 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("feed_forward", ffn_with_module, "minitf.FeedForward"),
     ("multi_head_attention", lambda attn, x, cos, sin: attn(x, cos, sin, need_weights=True),
      "minitf.MultiHeadAttention (its forward)"),
+    ("block", lambda blk, h, cos, sin: blk(h, cos, sin, need_weights=True), "minitf.Block (its forward)"),
     ("softmax", lambda x: torch.softmax(x, dim=-1), "torch.softmax"),
     ("softmax", lambda x: F.softmax(x, dim=-1), "F.softmax"),
     ("softmax", lambda x: x.softmax(-1), ".softmax()"),

@@ -881,7 +881,7 @@ def _mha_cases():
     cases = []
     for seed, (C, H, B, T) in enumerate([(8, 2, 2, 5), (8, 4, 1, 3)]):
         torch.manual_seed(seed)
-        attn = MultiHeadAttention(Config(d_model=C, n_heads=H, dropout=0.0)).double()
+        attn = MultiHeadAttention(Config(d_model=C, n_heads=H, dropout=0.0)).double().requires_grad_(False)
         cos, sin = rope_angles(attn.inv_freq, T)
         cases.append((attn, _rand(B, T, C, seed=seed + 10), cos, sin))
     return cases
@@ -962,4 +962,98 @@ EXERCISES.update({e.name: e for e in [
              own_work="attn.qkv, attn.out, attn.rotate, .view, .transpose, .reshape and your "
                       "my_attention and my_causal_mask are fine (the heads are the exercise): the "
                       "module's own forward is the answer itself"),
+]})
+
+
+# --- notebook 04: the block, pre-norm and post-norm --------------------------------------------------
+from ..core.model import Block  # noqa: E402
+
+
+def _block_cases():
+    """A post-norm and a pre-norm block (H ≠ T), their RoPE angles and a stream h."""
+    cases = []
+    for seed, (position, B, T) in enumerate([("post", 2, 5), ("pre", 1, 3)]):
+        torch.manual_seed(seed)
+        block = Block(Config(d_model=8, n_heads=2, d_ff=16, norm_position=position, dropout=0.0)).double()
+        with torch.no_grad():  # norms away from γ = 1, β = 0, so that a norm in the wrong place shows
+            for i, norm in enumerate((block.norm1, block.norm2)):
+                norm.weight.copy_(_rand(8, seed=10 * seed + i + 20, low=0.5, high=1.5))
+                norm.bias.copy_(_rand(8, seed=10 * seed + i + 30, low=-0.5, high=0.5))
+        cos, sin = rope_angles(block.attn.inv_freq, T)
+        block.requires_grad_(False)  # numbers to compare, not a graph: the learner's result has none
+        cases.append((block, _rand(B, T, 8, seed=seed + 40, low=-2, high=2), cos, sin))
+    return cases
+
+
+def _block_reference(block, h, cos, sin):
+    with torch.no_grad():
+        return block(h, cos, sin, need_weights=True)
+
+
+def _block_slips(block, h, cos, sin):
+    """The block with one slip, in both layouts, computed with its own modules."""
+    attn = lambda x: block.attn(x, cos, sin, need_weights=True)
+    n1, n2, ffn = block.norm1, block.norm2, block.ffn
+
+    def pre(residual=True, second=n2, ffn_input=None):
+        a, w = attn(n1(h))
+        h1 = h + a if residual else a
+        f = ffn(second(h if ffn_input == "attention's" else h1))
+        return (h1 + f if residual else f), w
+
+    def post(residual=True, second=n2, ffn_input=None, double=False):
+        a, w = attn(n1(h) if double else h)
+        h1 = n1(h + a if residual else a)
+        f = ffn(h if ffn_input == "attention's" else h1)
+        return second(h1 + f if residual else f), w
+
+    def slip(name, result, words, on_weights=True):  # on_weights=False: named by h alone (two
+        # slips that differ only in h would otherwise share the same wrong weights)
+        recognise = _first_slip([(result[0], words)] + ([(result[1], words)] if on_weights else []))
+        recognise.__name__ = name
+        return recognise
+
+    this, other = (pre, post) if block.pre_norm else (post, pre)
+    layout = "pre-norm" if block.pre_norm else "post-norm"
+    with torch.no_grad():
+        return (
+            slip("_block_no_residual", this(residual=False),
+                 "yours has no residual connection: each sub-layer adds to the stream, h + f(…), "
+                 "it does not replace it"),
+            slip("_block_norm_side", other(),
+                 f"yours puts the norms where the other layout has them: this block is {layout} "
+                 f"(block.pre_norm is {block.pre_norm}): "
+                 + ("h + f(norm(h)), the stream itself never normalised" if block.pre_norm
+                    else "norm(h + f(h)), the sum normalised"), on_weights=False),
+            slip("_block_shared_norm", this(second=n1),
+                 "yours uses norm1 for both sub-layers: each has its own, norm1 with attention and "
+                 "norm2 with the FFN (one γ and β cannot serve two jobs)"),
+            slip("_block_ffn_input", this(ffn_input="attention's"),
+                 "yours feeds the FFN the block's input h: it reads the stream after attention's "
+                 "residual addition"),
+            slip("_block_double_norm", post(double=True),
+                 "yours normalises before attention and again after the addition, "
+                 "norm1(h + attn(norm1(h))): that is neither layout (the seed documents' bug)",
+                 on_weights=False))
+
+
+EXERCISES.update({e.name: e for e in [
+    Exercise("block", "04", "the block: attention and FFN, each with its residual and its norm, "
+             "pre-norm or post-norm", 3, 15, _block_reference, _block_cases,
+             "pre-norm: a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True); "
+             "h = h + a; h = h + block.ffn(block.norm2(h)). Post-norm: a, weights = block.attn(h, …); "
+             "h = block.norm1(h + a); h = block.norm2(h + block.ffn(h)). Return (h, weights)",
+             result_names=("h", "weights"),
+             options={"diagnoses": _block_slips, "hints_by_diagnosis": {
+                 "_block_no_residual": "h = h + a, then h = h + ffn(…) (pre-norm) or the same sums "
+                                       "inside the norms (post-norm)",
+                 "_block_norm_side": "if block.pre_norm: h + f(norm(h)); else: norm(h + f(h))",
+                 "_block_shared_norm": "block.norm1 with attention, block.norm2 with the FFN",
+                 "_block_ffn_input": "the FFN reads h after h = h + a (pre) or h = norm1(h + a) (post)",
+                 "_block_double_norm": "post-norm: attention reads h itself; the norm comes after "
+                                       "the addition only"}},
+             library={Block.forward: "minitf.Block (its forward)"},
+             own_work="block.attn, block.norm1, block.norm2, block.ffn, block.pre_norm and + are "
+                      "fine (where the norms and the sums go is the exercise): the block's own "
+                      "forward is the answer itself"),
 ]})

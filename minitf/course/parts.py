@@ -22,7 +22,7 @@ from torch import nn
 from ..core.attention import MultiHeadAttention, attention, causal_mask
 from ..core.config import Config
 from ..core.ffn import FeedForward
-from ..core.model import Transformer
+from ..core.model import Block, Transformer
 from ..core.norms import LayerNorm, RMSNorm
 from ..core.tokens import TAB
 from .exercises import run_check
@@ -126,6 +126,21 @@ class YourAttention(MultiHeadAttention):
         return (self.parts.attention or attention)(q, k, v, mask)
 
 
+class YourBlock(Block):
+    """minitf's block whose forward is your block function, where it applies: both sub-layers with
+    their residuals, no dropout, no KV cache (minitf's forward, with your pieces inside, elsewhere)."""
+
+    def __init__(self, fn, config: Config):
+        super().__init__(config)
+        self.fn = fn
+
+    def forward(self, h, rope_cos=None, rope_sin=None, need_weights: bool = False, kv=None):
+        if kv is not None or not self.residual or self.ffn is None or (self.training and self.drop.p):
+            return super().forward(h, rope_cos, rope_sin, need_weights, kv)
+        h, weights = self.fn(self, h, rope_cos, rope_sin)
+        return h, (weights if need_weights else None)
+
+
 def _swap(parent: nn.Module, name: str, new: nn.Module) -> None:
     """Replace a child module, keeping its parameters (same names, same values)."""
     new.load_state_dict(getattr(parent, name).state_dict())
@@ -151,7 +166,10 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
             model.head.weight = model.embed.weight
     norm_fn = parts.layer_norm if c.norm == "layer" else parts.rms_norm
     YourNorm = YourLayerNorm if c.norm == "layer" else YourRMSNorm
-    for block in model.blocks:
+    for i, block in enumerate(model.blocks):
+        if parts.block:  # your block first: the swaps below then go inside it
+            _swap(model.blocks, str(i), YourBlock(parts.block, c))
+            block = model.blocks[i]
         if parts.apply_rope or parts.causal_mask or parts.attention or parts.multi_head_attention:
             _swap(block, "attn", YourAttention(parts, c))
         gated = c.ffn_gate  # the gated FFN is your swiglu's, the plain one your feed_forward's

@@ -98,6 +98,18 @@ def my_swiglu(x, w_up, w_gate, w_down):
     return hidden @ w_down.T                       # back to (..., C); the modern block has no biases
 
 
+def my_block(block, h, cos, sin):
+    if block.pre_norm:  # h + f(norm(h)): the stream itself is never normalised
+        a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True)
+        h = h + a
+        h = h + block.ffn(block.norm2(h))      # the FFN reads the stream after attention's addition
+    else:               # post-norm: norm(h + f(h)), each sub-layer with its own norm
+        a, weights = block.attn(h, cos, sin, need_weights=True)
+        h = block.norm1(h + a)
+        h = block.norm2(h + block.ffn(h))
+    return h, weights
+
+
 def my_make_batch(pairs):
     seqs = [[*p.input, TAB, *p.output, EOS] for p in pairs]
     T = max(len(s) for s in seqs) - 1  # the model never reads the last byte
