@@ -251,3 +251,23 @@ def test_your_block_runs_the_model_and_a_block_without_residuals_is_named(positi
 
     result = parts.check(parts.Parts(block=block_without_residuals), config)
     assert list(result.broken) == ["block"] and "notebook 04" in str(result)
+
+
+def test_with_every_piece_yours_the_model_is_yours_from_its_forward_down_and_computes_minitfs_logits():
+    config = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
+                           rope_base=20.0, position_ids="coupled", tie_embeddings=True)  # 08's model
+    model = parts.assemble(config, ALL)
+    kinds = [type(model).__name__, type(model.blocks[0]).__name__, type(model.blocks[0].attn).__name__,
+             type(model.blocks[0].ffn).__name__, type(model.embed).__name__]
+    assert kinds == ["YourTransformer", "YourBlock", "YourAttention", "YourFeedForward", "YourEmbedding"]
+    assert parts.check(ALL, config).ok
+
+    def forward_without_positions(model, ids):
+        h = model.embed(ids)
+        cos, sin = minitf.rope_angles(model.blocks[0].attn.inv_freq, ids.size(1))
+        for blk in model.blocks:
+            h, _ = blk(h, cos, sin)
+        return model.head(model.final_norm(h))
+
+    result = parts.check(parts.Parts(model_forward=forward_without_positions), config)
+    assert list(result.broken) == ["model_forward"] and "notebook 08" in str(result)

@@ -199,7 +199,24 @@ def block_with_the_seed_documents_double_norm(blk, h, cos, sin):
     return blk.norm2(h + blk.ffn(h)), w
 
 
+def model_forward(final_norm=True, positions=True, tied=False):
+    """The learner's forward pass with one slip."""
+    def my_model_forward(model, ids):
+        h = model.embed(ids)
+        pos = model.positions(ids) if positions else None
+        cos, sin = minitf.rope_angles(model.blocks[0].attn.inv_freq, ids.size(1), positions=pos)
+        for blk in model.blocks:
+            h, _ = blk(h, cos, sin)
+        if final_norm and model.final_norm is not None:
+            h = model.final_norm(h)
+        return h @ model.embed.weight.T + model.head.bias if tied else model.head(h)
+    return my_model_forward
+
+
 MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must contain)
+    ("model_forward", model_forward(final_norm=False), "_forward_no_final_norm", "leaves out the final norm"),
+    ("model_forward", model_forward(positions=False), "_forward_positions", "pass positions=model.positions(ids)"),
+    ("model_forward", model_forward(tied=True), "_forward_tied", "does not tie them"),
     ("block", block(residual=False), "_block_no_residual", "no residual connection"),
     ("block", block(layout="pre"), "_block_norm_side", "where the other layout has them"),
     ("block", block(second_norm="norm1"), "_block_shared_norm", "uses norm1 for both sub-layers"),
@@ -422,6 +439,7 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("multi_head_attention", lambda attn, x, cos, sin: attn(x, cos, sin, need_weights=True),
      "minitf.MultiHeadAttention (its forward)"),
     ("block", lambda blk, h, cos, sin: blk(h, cos, sin, need_weights=True), "minitf.Block (its forward)"),
+    ("model_forward", lambda model, ids: model(ids), "minitf.Transformer (its forward)"),
     ("softmax", lambda x: torch.softmax(x, dim=-1), "torch.softmax"),
     ("softmax", lambda x: F.softmax(x, dim=-1), "F.softmax"),
     ("softmax", lambda x: x.softmax(-1), ".softmax()"),

@@ -35,6 +35,8 @@ PIECES = {
     "feed_forward": ("feed_forward(x, w_up, b_up, w_down, b_down), ReLU", "04"),
     "swiglu": ("swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.ffn_gate)", "04"),
     "block": ("block(block, h, cos, sin) → (h, weights): the sub-layers, their residuals and norms", "04"),
+    "model_forward": ("model_forward(model, ids) → logits: the embedding, the blocks, the final "
+                      "norm and the head", "08"),
     "make_batch": ("make_batch(pairs) → (ids, targets)", "05"),
     "position_ids": ("position_ids(ids) → (B, T) coupled ids (used when config.position_ids='coupled')", "11"),
 }
@@ -54,6 +56,7 @@ class Parts:
     feed_forward: Callable | None = None
     swiglu: Callable | None = None
     block: Callable | None = None
+    model_forward: Callable | None = None
     make_batch: Callable | None = None
     position_ids: Callable | None = None
     origin: dict = field(default_factory=dict, compare=False)  # piece → where it came from

@@ -141,6 +141,23 @@ class YourBlock(Block):
         return h, (weights if need_weights else None)
 
 
+class YourTransformer(Transformer):
+    """minitf's Transformer whose forward is your model_forward, where it applies: a RoPE model read
+    whole (no KV cache, no attention weights asked for, no logit soft-cap, no random position
+    offsets in training); minitf's forward, with your pieces inside, elsewhere."""
+
+    def __init__(self, fn, config: Config):
+        super().__init__(config)
+        self.fn = fn
+
+    def forward(self, ids, return_attention: bool = False, cache=None):
+        c = self.config
+        if return_attention or cache is not None or c.positional != "rope" or c.logit_softcap \
+                or (self.training and c.position_offset):
+            return super().forward(ids, return_attention, cache)
+        return self.fn(self, ids)
+
+
 def _swap(parent: nn.Module, name: str, new: nn.Module) -> None:
     """Replace a child module, keeping its parameters (same names, same values)."""
     new.load_state_dict(getattr(parent, name).state_dict())
@@ -158,7 +175,7 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
     if parts.swiglu and config.ffn_gate and (config.activation != "silu" or config.bias):
         raise ValueError("your swiglu is SiLU-gated without biases; this config has activation "
                          f"{config.activation!r} and bias={config.bias}")
-    model = Transformer(config)
+    model = YourTransformer(parts.model_forward, config) if parts.model_forward else Transformer(config)
     c = config
     if parts.embed:
         _swap(model, "embed", YourEmbedding(parts.embed, c.vocab_size, c.d_model))

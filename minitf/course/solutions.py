@@ -182,6 +182,19 @@ def my_value_rotation(k):
     return A @ inside @ A.T
 
 
+def my_model_forward(model, ids):
+    from minitf.core.rope import rope_angles
+    B, T = ids.shape
+    h = model.embed(ids)                                   # (B, T, C)
+    pos = model.positions(ids)                             # None: 0, 1, 2, …; coupled ids restart at TAB
+    cos, sin = rope_angles(model.blocks[0].attn.inv_freq, T, positions=pos)
+    for block in model.blocks:
+        h, _ = block(h, cos, sin)                          # each block returns (h, weights)
+    if model.final_norm is not None:                       # pre-norm only: the stream, normalised once more
+        h = model.final_norm(h)
+    return model.head(h)                                   # (B, T, 256); tied to embed if the config says so
+
+
 # --- the training core (notebook 08) ---------------------------------------------------------------
 
 def my_output_loss(logits, targets):
