@@ -330,7 +330,7 @@ def test_the_training_check_names_each_broken_training_piece(tmp_path, monkeypat
     assert text.startswith("✗ 3 of your training pieces differ from minitf's:")
     assert "broken piece: adamw — " in text and "leaves out the bias correction" in text
     fixed = tp.usable(training, result.broken)
-    assert fixed.adamw is solutions.my_adamw and fixed.train_step is training.train_step
+    assert fixed.adamw is solutions.my_adamw and fixed.train_step.__code__ is training.train_step.__code__
     assert "yours is broken" in repr(fixed).splitlines()[4]  # the adamw row
     assert tp.check(fixed).ok
 
@@ -353,6 +353,41 @@ def adamw_without_bias_correction(param, grad, m, v, t, lr, betas, eps, weight_d
     m = b1 * m + (1 - b1) * grad
     v = b2 * v + (1 - b2) * grad ** 2
     return param - lr * m / (v.sqrt() + eps), m, v
+
+
+def softmax_without_the_maximum(x):
+    e = x.exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def heads_merged_without_transpose(attn, x, cos, sin):
+    B, T, C = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in attn.qkv(x).split(H * hd, dim=-1))
+    q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+    y, w = my_attention(q, k, v, my_causal_mask(T))
+    return attn.out(y.reshape(B, T, H * hd)), w
+
+
+def block_without_residuals(block, h, cos, sin):
+    a, w = block.attn(block.norm1(h) if block.pre_norm else h, cos, sin, need_weights=True)
+    h = a if block.pre_norm else block.norm1(a)
+    return (block.ffn(block.norm2(h)) if block.pre_norm else block.norm2(block.ffn(h))), w
+
+
+def forward_without_the_final_norm(model, ids):
+    h = model.embed(ids)
+    cos, sin = minitf.core.rope.rope_angles(model.blocks[0].attn.inv_freq, ids.size(1),
+                                            positions=model.positions(ids))
+    for block in model.blocks:
+        h, _ = block(h, cos, sin)
+    return model.head(h)
+
+
+def clipping_each_tensor_alone(parameters, max_norm):
+    for p in parameters:
+        if p.grad is not None and p.grad.norm() > max_norm:
+            p.grad.mul_(max_norm / p.grad.norm())
 '''
 
 
@@ -375,8 +410,12 @@ def test_notebook_08_with_wrong_pieces_names_each_and_still_trains(tmp_path, mon
     source.write_text(WRONG_PIECES)
     exec(compile(WRONG_PIECES, str(source), "exec"), namespace)
     monkeypatch.setenv("MINITF_MY_PARTS", str(folder))
+    namespace.update(minitf=minitf, my_attention=solutions.my_attention, my_causal_mask=solutions.my_causal_mask)
     for piece, fn in [("embed", "embed_in_float64"), ("output_loss", "loss_over_every_position"),
-                      ("adamw", "adamw_without_bias_correction")]:
+                      ("adamw", "adamw_without_bias_correction"), ("softmax", "softmax_without_the_maximum"),
+                      ("multi_head_attention", "heads_merged_without_transpose"),
+                      ("block", "block_without_residuals"), ("model_forward", "forward_without_the_final_norm"),
+                      ("clip_gradients", "clipping_each_tensor_alone")]:
         assert minitf.parts.save(piece, namespace[fn]) is not None
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports this minitf
     nb = nbformat.read(ROOT / "notebooks" / "08_assemble_your_model.ipynb", as_version=4)
@@ -387,7 +426,12 @@ def test_notebook_08_with_wrong_pieces_names_each_and_still_trains(tmp_path, mon
     assert "broken piece: embed — right in float64, but in float32" in text
     assert "broken piece: output_loss — " in text and "the input part and the padding too" in text
     assert "broken piece: adamw — " in text and "leaves out the bias correction" in text
-    for piece in ("embed", "output_loss", "adamw"):
+    assert "broken piece: softmax — " in text and "overflows" in text
+    assert "broken piece: multi_head_attention — " in text and "broken piece: block — " in text
+    assert "broken piece: model_forward — " in text
+    assert "broken piece: clip_gradients — " in text and "clips each tensor by its own norm" in text
+    for piece in ("embed", "output_loss", "adamw", "softmax", "multi_head_attention", "block", "model_forward",
+                  "clip_gradients"):
         assert re.search(rf"^{piece} +reference solution \(yours is broken: see the check above\)$",
                          text, re.MULTILINE), piece
     assert "held-out exact match after 300 steps: at least 99 %" in text

@@ -13,6 +13,7 @@ import math
 import os
 import sys
 import textwrap
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -124,3 +125,19 @@ def load_saved(names, fallback: Callable[[str], Callable] | None = None) -> tupl
     for name in names:
         namespace.setdefault(f"my_{name}", found.get(name) or getattr(solutions, f"my_{name}"))
     return found, origin
+
+
+def calling(fn, **pieces):
+    """fn with the names it calls bound to these pieces: your multi_head_attention calls your
+    attention by name (my_attention), your train_step your clipping (my_clip_gradients), and in a
+    model or a training built from parts that name must be the parts' piece (the one the check
+    named, or the reference that replaced it), not whatever the name meant where fn was written.
+    Pieces given as None, and a function without code of its own, stay as they are."""
+    code = getattr(fn, "__code__", None)
+    pieces = {name: piece for name, piece in pieces.items() if piece is not None}
+    if code is None or not pieces:
+        return fn
+    rebound = types.FunctionType(code, {**fn.__globals__, **pieces}, fn.__name__, fn.__defaults__,
+                                 fn.__closure__)
+    rebound.__kwdefaults__ = fn.__kwdefaults__
+    return rebound

@@ -13,7 +13,6 @@ through this module: it costs nothing when unused.
 from __future__ import annotations
 
 import copy
-import types
 from dataclasses import dataclass
 
 import torch
@@ -27,7 +26,7 @@ from ..core.norms import LayerNorm, RMSNorm
 from ..core.tokens import TAB
 from .exercises import run_check
 from .feedback import ExerciseError
-from .my_parts import PIECES, Parts, folder, mine, save  # noqa: F401  (minitf.parts.mine, …)
+from .my_parts import PIECES, Parts, calling, folder, mine, save  # noqa: F401  (minitf.parts.mine, …)
 
 # --- the modules that call your functions ----------------------------------------------------------
 
@@ -77,21 +76,6 @@ class YourGatedFeedForward(FeedForward):
         return self.fn(x, self.up.weight, self.gate.weight, self.down.weight)
 
 
-def _calling(fn, **pieces):
-    """fn with the names it calls (my_attention, my_causal_mask) bound to these pieces: your
-    multi_head_attention calls your attention by name, and in a model built from Parts that name
-    must be the Parts' attention (the one the check names), not whatever the name meant where fn
-    was written. Pieces given as None, and a function without code of its own, stay as they are."""
-    code = getattr(fn, "__code__", None)
-    pieces = {name: piece for name, piece in pieces.items() if piece is not None}
-    if code is None or not pieces:
-        return fn
-    rebound = types.FunctionType(code, {**fn.__globals__, **pieces}, fn.__name__, fn.__defaults__,
-                                 fn.__closure__)
-    rebound.__kwdefaults__ = fn.__kwdefaults__
-    return rebound
-
-
 class YourAttention(MultiHeadAttention):
     """minitf's multi-head attention with your rotation, mask and attention in its two steps, or
     your whole multi_head_attention (with your attention and mask inside)."""
@@ -99,8 +83,11 @@ class YourAttention(MultiHeadAttention):
     def __init__(self, parts: Parts, config: Config):
         super().__init__(config)
         self.parts = parts
-        self.forward_fn = parts.multi_head_attention and _calling(
-            parts.multi_head_attention, my_attention=parts.attention, my_causal_mask=parts.causal_mask)
+        # the names your pieces call each other by are the Parts' pieces: your attention's
+        # my_softmax, your multi_head_attention's my_attention and my_causal_mask
+        self.attention_fn = parts.attention and calling(parts.attention, my_softmax=parts.softmax)
+        self.forward_fn = parts.multi_head_attention and calling(
+            parts.multi_head_attention, my_attention=self.attention_fn, my_causal_mask=parts.causal_mask)
 
     def rotate(self, x, cos, sin):
         fn = self.parts.apply_rope
@@ -123,7 +110,7 @@ class YourAttention(MultiHeadAttention):
         make_mask = self.parts.causal_mask or causal_mask
         T, S = q.size(-2), k.size(-2)  # S > T when earlier keys come from a KV cache
         mask = make_mask(S).to(q.device)[S - T:] if self.causal else None
-        return (self.parts.attention or attention)(q, k, v, mask)
+        return (self.attention_fn or attention)(q, k, v, mask)
 
 
 class YourBlock(Block):

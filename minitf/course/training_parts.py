@@ -101,7 +101,10 @@ def usable(parts, broken, fallback: Callable[[str], Callable] = reference):
     origin = dict(parts.origin, **{name: "reference solution (yours is broken: see the check above)"
                                    for name in swap})
     values = {name: getattr(parts, name) for name in parts.given()}
-    return type(parts)(**{**values, **swap}, origin=origin)
+    values.update(swap)
+    if values.get("train_step") and values.get("clip_gradients"):  # your step calls the clipping by name
+        values["train_step"] = my_parts.calling(values["train_step"], my_clip_gradients=values["clip_gradients"])
+    return type(parts)(**values, origin=origin)
 
 
 @dataclass
