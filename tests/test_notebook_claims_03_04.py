@@ -150,3 +150,30 @@ def test_04_try_this_without_residuals_both_layouts_stay_on_the_plateau():
     study = load_norm_position()
     flat = [r["held_out_loss"] for layout in ("post", "pre") for r in study.of(layout, residual=False)]
     assert len(flat) == 2 and all(round(loss, 2) == 3.87 for loss in flat)
+
+
+# --- 04 · what SwiGLU buys, read from notebook 14's stored comparison ----------------------------
+
+def test_04s_swiglu_sentence_is_14s_stored_modern_preset_arm():
+    import json
+    import statistics
+
+    from minitf.experiments.results import load_lm_fast
+
+    cells = json.loads((ROOT / "notebooks" / "04_ffn_block.ipynb").read_text())["cells"]
+    text = " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+    fast = load_lm_fast()
+    name = "+ modern preset (SwiGLU d_ff 170, RMSNorm, no biases)"
+    paired = fast.paired(name)
+    # "ended +0.013 nats per byte *higher*, in each of three seeds"
+    assert f"ended {statistics.median(paired):+.3f} nats per byte *higher*, in each of three seeds" in text
+    assert len(paired) == 3 and min(paired) > 0
+    # "SwiGLU with d_ff 170 for its ReLU FFN's 256 ... about as many parameters"
+    assert "SwiGLU with d_ff 170 for its ReLU FFN's 256" in text
+    from minitf.core import recipes
+
+    lm_fast = recipes.get("lm-fast").flags
+    assert "--d-ff 256" in lm_fast and "--activation" not in lm_fast  # the recipe's FFN is ReLU's
+    assert abs(fast.arm(name).params / fast.arm("lm-fast").params - 1) < 0.02
+    # "SwiGLU alone was not measured": no arm changes the FFN alone
+    assert not [a.name for a in fast.arms if "SwiGLU" in a.name and a.name != name]

@@ -39,7 +39,8 @@ def test_an_unassembled_piece_stays_minitfs():
     model = parts.assemble(minitf.Config(), embed=solutions.my_embed)
     assert isinstance(model.embed, parts.YourEmbedding)
     assert type(model.blocks[0].attn) is minitf.MultiHeadAttention
-    assert "embed         yours" in repr(model.parts) and "attention     minitf" in repr(model.parts)
+    rows = {line.split()[0]: line.split(None, 1)[1] for line in repr(model.parts).splitlines()}
+    assert rows["embed"] == "yours" and rows["attention"] == "minitf"
 
 
 # deliberately wrong pieces: the check must name exactly the broken one
@@ -183,3 +184,90 @@ def test_the_assembled_model_trains_with_the_learners_batch():
     history = minitf.train(model, pairs, steps=30, batch_size=16, lr=1e-2, progress=False,
                            make_batch=ALL.make_batch)
     assert history.loss[-1] < history.loss[0] - 0.5
+
+
+def test_a_modern_model_from_your_pieces_computes_minitfs_logits_and_a_swapped_swiglu_is_named():
+    # Config.modern: RMSNorm, pre-norm, no biases, the SiLU-gated FFN (SwiGLU), QK-norm
+    config = minitf.Config.modern(d_model=8, n_heads=2, n_layers=2, d_ff=12)
+    assert parts.check(ALL, config).ok
+    model = parts.assemble(config, ALL)
+    assert type(model.blocks[0].ffn).__name__ == "YourGatedFeedForward"
+
+    def swiglu_activating_the_gate(x, w_up, w_gate, w_down):
+        return (torch.nn.functional.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
+
+    result = parts.check(parts.Parts(swiglu=swiglu_activating_the_gate), config)
+    assert list(result.broken) == ["swiglu"] and "notebook 04" in str(result)
+
+
+def test_a_broken_softmax_is_named_though_it_has_no_slot_of_its_own():
+    def softmax_without_the_maximum(x):
+        e = x.exp()
+        return e / e.sum(-1, keepdim=True)
+
+    result = parts.check(parts.Parts(softmax=softmax_without_the_maximum))
+    assert list(result.broken) == ["softmax"] and "overflows" in str(result), str(result)
+
+
+def test_your_multi_head_attention_runs_the_model_with_your_attention_inside_and_a_wrong_merge_is_named():
+    config = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
+                           rope_base=20.0, position_ids="coupled", tie_embeddings=True)  # 08's model
+    calls = []
+
+    def counting_attention(q, k, v, mask):
+        calls.append(mask is not None)
+        return solutions.my_attention(q, k, v, mask)
+
+    model = parts.assemble(config, multi_head_attention=solutions.my_multi_head_attention,
+                           attention=counting_attention)
+    with torch.no_grad():
+        model(torch.tensor([list(b"abc\tbcd")]))
+    assert calls == [True]  # the forward is yours, and the attention it calls by name is the Parts' one
+    assert parts.check(parts.Parts(multi_head_attention=solutions.my_multi_head_attention), config).ok
+
+    def merge_without_transpose(attn, x, cos, sin):
+        B, T, C = x.shape
+        q, k, v = (t.view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
+                   for t in attn.qkv(x).split(C, dim=-1))
+        q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+        y, w = solutions.my_attention(q, k, v, solutions.my_causal_mask(T))
+        return attn.out(y.reshape(B, T, C)), w
+
+    result = parts.check(parts.Parts(multi_head_attention=merge_without_transpose), config)
+    assert list(result.broken) == ["multi_head_attention"] and "notebook 03" in str(result)
+
+
+@pytest.mark.parametrize("position", ["pre", "post"])
+def test_your_block_runs_the_model_and_a_block_without_residuals_is_named(position):
+    config = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position=position, dropout=0.0)
+    model = parts.assemble(config, block=solutions.my_block)
+    assert all(type(b).__name__ == "YourBlock" for b in model.blocks)
+    assert parts.check(parts.Parts(block=solutions.my_block), config).ok
+
+    def block_without_residuals(blk, h, cos, sin):
+        a, w = blk.attn(blk.norm1(h) if blk.pre_norm else h, cos, sin, need_weights=True)
+        h = a if blk.pre_norm else blk.norm1(a)
+        return (blk.ffn(blk.norm2(h)) if blk.pre_norm else blk.norm2(blk.ffn(h))), w
+
+    result = parts.check(parts.Parts(block=block_without_residuals), config)
+    assert list(result.broken) == ["block"] and "notebook 04" in str(result)
+
+
+def test_with_every_piece_yours_the_model_is_yours_from_its_forward_down_and_computes_minitfs_logits():
+    config = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
+                           rope_base=20.0, position_ids="coupled", tie_embeddings=True)  # 08's model
+    model = parts.assemble(config, ALL)
+    kinds = [type(model).__name__, type(model.blocks[0]).__name__, type(model.blocks[0].attn).__name__,
+             type(model.blocks[0].ffn).__name__, type(model.embed).__name__]
+    assert kinds == ["YourTransformer", "YourBlock", "YourAttention", "YourFeedForward", "YourEmbedding"]
+    assert parts.check(ALL, config).ok
+
+    def forward_without_positions(model, ids):
+        h = model.embed(ids)
+        cos, sin = minitf.rope_angles(model.blocks[0].attn.inv_freq, ids.size(1))
+        for blk in model.blocks:
+            h, _ = blk(h, cos, sin)
+        return model.head(model.final_norm(h))
+
+    result = parts.check(parts.Parts(model_forward=forward_without_positions), config)
+    assert list(result.broken) == ["model_forward"] and "notebook 08" in str(result)

@@ -2,8 +2,9 @@
 the exercise's cell as it stands, passes the exercise's check.
 
 A learner pastes it into a notebook whose cells above have run, so the Solution sees what those
-cells imported and nothing else (solutions.py's own module imports do not travel with it). The
-namespace here is built from those cells' import statements, run in order: the names a Solution
+cells imported and the functions of the exercises above it, and nothing else (solutions.py's own
+module imports do not travel with it). The namespace here is built from those cells' import
+statements, run in order, and the earlier exercises' Solutions as printed: the names a Solution
 may rely on without defining them. A Solution that reads a name no cell above imports fails here
 as it fails in the notebook, with the feedback the learner would see ("add `from minitf import
 IGNORE`"). A slow test does the same in a kernel, the notebook's own cells run from the top.
@@ -81,6 +82,10 @@ def test_every_solution_passes_its_check_as_printed(notebook, name, check):
     assert f"def my_{name}(" in "".join(cells(notebook)[stub]["source"]), \
         f"{notebook}: the cell before the check of {name} is not its exercise cell"
     namespace = imports_above(notebook, stub)
+    for earlier_notebook, earlier, earlier_check in exercises():  # the learner wrote these above
+        if earlier_notebook == notebook and earlier_check < check:
+            paste(printed_solution(notebook, earlier_check), namespace,
+                  f"<{notebook} cell {earlier_check - 1}, the Solution of {earlier}>")
     paste(printed_solution(notebook, check), namespace, f"<{notebook} cell {stub}, the Solution pasted>")
     try:
         message = workbook.run_check(name, namespace[f"my_{name}"])

@@ -69,7 +69,7 @@ def test_every_exercise_in_a_copy_says_not_written_yet(copies):
 
 @pytest.mark.slow
 def test_a_copy_runs_to_its_end_and_its_exercises_say_not_written_yet(copies, tmp_path):
-    """Run the copy of notebook 03 (two exercises) in a kernel, from its own folder."""
+    """Run the copy of notebook 03 (four exercises) in a kernel, from its own folder."""
     out, _ = copies
     nb = nbformat.read(out / "03_attention.ipynb", as_version=4)
     for cell in nb.cells:
@@ -86,8 +86,8 @@ def test_a_copy_runs_to_its_end_and_its_exercises_say_not_written_yet(copies, tm
         else:
             os.environ["MINITF_MY_PARTS"] = env_before
     said = ["".join(o.get("text", "")) for i in exercise_cells(nb) for o in nb.cells[i].outputs]
-    assert len(exercise_cells(nb)) == 2
-    assert all(NOT_WRITTEN in s for s in said) and len(said) == 2, said
+    assert len(exercise_cells(nb)) == 4
+    assert all(NOT_WRITTEN in s for s in said) and len(said) == 4, said
     assert not any(o.output_type == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
 
 

@@ -16,6 +16,14 @@ def test_schedule_warms_up_then_decays_by_cosine():
     assert rates[-1] == pytest.approx(0.1, abs=0.01)
 
 
+def test_schedule_holds_its_floor_past_the_end_of_the_cycle():
+    # a run trained on beyond `steps` (resumed, or a loop that overshoots) must not climb back up
+    # the cosine: before the fix, steps 105 and 110 got 0.107 and 0.127 here
+    past = [lr_at(s, 100, 1.0, warmup=10, min_lr_ratio=0.1) for s in (100, 105, 110, 1000)]
+    assert past == [pytest.approx(0.1)] * 4
+    assert lr_at(99, 100, 1.0, warmup=10, min_lr_ratio=0.1) > 0.1  # the last step is still above it
+
+
 def test_training_lowers_the_loss_and_reports_history():
     pairs = make_pairs("copy", 64, seed=0, max_len=4)
     model = Transformer(Config(d_model=16, n_heads=2))

@@ -92,6 +92,13 @@ def lr_cosine_to_zero(step, steps, lr, warmup, min_lr_ratio=0.1):
     return lr * 0.5 * (1 + math.cos(math.pi * (step - warmup) / (steps - warmup)))
 
 
+def lr_climbing_after_the_end(step, steps, lr, warmup, min_lr_ratio=0.1):
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    p = (step - warmup) / (steps - warmup)  # passes 1 after the last step: the cosine rises again
+    return lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * p)))
+
+
 def lr_warmup_from_zero(step, steps, lr, warmup, min_lr_ratio=0.1):
     if step < warmup:
         return lr * step / warmup
@@ -162,7 +169,41 @@ def loop_validating_at_0(*args):
     return loop(*args, mode="validate at 0")
 
 
+# the clipping slips, as a learner would write them
+
+def clip_each_tensor_alone(parameters, max_norm):
+    for p in parameters:
+        if p.grad is not None and p.grad.norm() > max_norm:
+            p.grad.mul_(max_norm / p.grad.norm())
+
+
+def clip_even_below_the_limit(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = torch.sqrt(sum((g ** 2).sum() for g in grads))
+    for g in grads:
+        g.mul_(max_norm / total)
+
+
+def clip_reading_the_generator_twice(parameters, max_norm):
+    total = torch.sqrt(sum((p.grad ** 2).sum() for p in parameters if p.grad is not None))
+    if total > max_norm:
+        for p in parameters:  # model.parameters() is used up: this loop never runs
+            p.grad.mul_(max_norm / total)
+
+
+def clip_by_the_sum_of_norms(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]
+    total = sum(g.norm() for g in grads)
+    if total > max_norm:
+        for g in grads:
+            g.mul_(max_norm / total)
+
+
 SLIPS = [
+    ("clip_gradients", clip_each_tensor_alone, "_clip_per_tensor", "clips each tensor by its own norm"),
+    ("clip_gradients", clip_even_below_the_limit, "_clip_below_limit", "below max_norm"),
+    ("clip_gradients", clip_reading_the_generator_twice, "_clip_never", "model.parameters() is a generator"),
+    ("clip_gradients", clip_by_the_sum_of_norms, "_clip_sum_of_norms", "adds up the tensors' norms"),
     ("output_loss", loss_over_every_position, "_loss_positions", "the input part and the padding too"),
     ("output_loss", loss_mean_over_all_positions, "_loss_positions", "divides by every position (B·T)"),
     ("output_loss", loss_shifted_again, "_loss_shift", "shifts the targets once more"),
@@ -174,6 +215,7 @@ SLIPS = [
     ("lr_at", lr_without_warmup, "_no_warmup", "has no warm-up"),
     ("lr_at", lr_cosine_to_zero, "_cosine_to_zero", "decays to 0"),
     ("lr_at", lr_warmup_from_zero, "_off_by_one", "warms up from 0"),
+    ("lr_at", lr_climbing_after_the_end, "_climbs_after_end", "climbs back up after the last step"),
     ("adamw", adamw_without_bias_correction, "_no_bias_correction", "leaves out the bias correction"),
     ("adamw", adamw_with_l2, "_l2_not_decoupled", "adds the decay to the gradient"),
     ("adamw", adamw_decaying_m, "_decay_wrong_tensor", "decays the moment m instead of the weight"),
@@ -203,6 +245,8 @@ LIBRARY = [
     ("lr_at", lambda step, steps, lr, warmup, r=0.1: minitf.core.train.lr_at(step, steps, lr, warmup, r),
      "minitf.core.train.lr_at"),
     ("adamw", lambda *args: training_checks.torch_adamw_step(*args), "torch.optim.AdamW"),
+    ("clip_gradients", lambda parameters, max_norm: torch.nn.utils.clip_grad_norm_(parameters, max_norm),
+     "torch.nn.utils.clip_grad_norm_"),
 ]
 
 
@@ -286,8 +330,8 @@ def test_the_training_check_names_each_broken_training_piece(tmp_path, monkeypat
     assert text.startswith("✗ 3 of your training pieces differ from minitf's:")
     assert "broken piece: adamw — " in text and "leaves out the bias correction" in text
     fixed = tp.usable(training, result.broken)
-    assert fixed.adamw is solutions.my_adamw and fixed.train_step is training.train_step
-    assert "yours is broken" in repr(fixed).splitlines()[3]  # the adamw row
+    assert fixed.adamw is solutions.my_adamw and fixed.train_step.__code__ is training.train_step.__code__
+    assert "yours is broken" in repr(fixed).splitlines()[4]  # the adamw row
     assert tp.check(fixed).ok
 
 
@@ -309,6 +353,41 @@ def adamw_without_bias_correction(param, grad, m, v, t, lr, betas, eps, weight_d
     m = b1 * m + (1 - b1) * grad
     v = b2 * v + (1 - b2) * grad ** 2
     return param - lr * m / (v.sqrt() + eps), m, v
+
+
+def softmax_without_the_maximum(x):
+    e = x.exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def heads_merged_without_transpose(attn, x, cos, sin):
+    B, T, C = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in attn.qkv(x).split(H * hd, dim=-1))
+    q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+    y, w = my_attention(q, k, v, my_causal_mask(T))
+    return attn.out(y.reshape(B, T, H * hd)), w
+
+
+def block_without_residuals(block, h, cos, sin):
+    a, w = block.attn(block.norm1(h) if block.pre_norm else h, cos, sin, need_weights=True)
+    h = a if block.pre_norm else block.norm1(a)
+    return (block.ffn(block.norm2(h)) if block.pre_norm else block.norm2(block.ffn(h))), w
+
+
+def forward_without_the_final_norm(model, ids):
+    h = model.embed(ids)
+    cos, sin = minitf.core.rope.rope_angles(model.blocks[0].attn.inv_freq, ids.size(1),
+                                            positions=model.positions(ids))
+    for block in model.blocks:
+        h, _ = block(h, cos, sin)
+    return model.head(h)
+
+
+def clipping_each_tensor_alone(parameters, max_norm):
+    for p in parameters:
+        if p.grad is not None and p.grad.norm() > max_norm:
+            p.grad.mul_(max_norm / p.grad.norm())
 '''
 
 
@@ -332,8 +411,12 @@ def test_notebook_08_with_wrong_pieces_names_each_and_still_trains(tmp_path, mon
     source.write_text(WRONG_PIECES)
     exec(compile(WRONG_PIECES, str(source), "exec"), namespace)
     monkeypatch.setenv("MINITF_MY_PARTS", str(folder))
+    namespace.update(minitf=minitf, my_attention=solutions.my_attention, my_causal_mask=solutions.my_causal_mask)
     for piece, fn in [("embed", "embed_in_float64"), ("output_loss", "loss_over_every_position"),
-                      ("adamw", "adamw_without_bias_correction")]:
+                      ("adamw", "adamw_without_bias_correction"), ("softmax", "softmax_without_the_maximum"),
+                      ("multi_head_attention", "heads_merged_without_transpose"),
+                      ("block", "block_without_residuals"), ("model_forward", "forward_without_the_final_norm"),
+                      ("clip_gradients", "clipping_each_tensor_alone")]:
         assert minitf.parts.save(piece, namespace[fn]) is not None
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports this minitf
     nb = nbformat.read(ROOT / "notebooks" / "08_assemble_your_model.ipynb", as_version=4)
@@ -344,7 +427,12 @@ def test_notebook_08_with_wrong_pieces_names_each_and_still_trains(tmp_path, mon
     assert "broken piece: embed — right in float64, but in float32" in text
     assert "broken piece: output_loss — " in text and "the input part and the padding too" in text
     assert "broken piece: adamw — " in text and "leaves out the bias correction" in text
-    for piece in ("embed", "output_loss", "adamw"):
+    assert "broken piece: softmax — " in text and "overflows" in text
+    assert "broken piece: multi_head_attention — " in text and "broken piece: block — " in text
+    assert "broken piece: model_forward — " in text
+    assert "broken piece: clip_gradients — " in text and "clips each tensor by its own norm" in text
+    for piece in ("embed", "output_loss", "adamw", "softmax", "multi_head_attention", "block", "model_forward",
+                  "clip_gradients"):
         assert re.search(rf"^{piece} +reference solution \(yours is broken: see the check above\)$",
                          text, re.MULTILINE), piece
     assert "held-out exact match after 300 steps: at least 99 %" in text

@@ -135,7 +135,105 @@ def ffn_without_b_down(x, w_up, b_up, w_down, b_down):
     return torch.relu(x @ w_up.T + b_up) @ w_down.T
 
 
+def softmax_without_the_maximum(x):  # overflows: e^1000 is inf in float64 too
+    e = x.exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def softmax_minus_one_maximum(x):  # the whole tensor's maximum: a row far below it becomes 0/0
+    e = (x - x.max()).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def softmax_max_tuple(x):  # x.max(dim) returns (values, indices)
+    e = (x - x.max(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def swiglu_activating_the_gate(x, w_up, w_gate, w_down):
+    return (F.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
+
+
+def swiglu_without_the_gate(x, w_up, w_gate, w_down):
+    return F.silu(x @ w_up.T) @ w_down.T
+
+
+def swiglu_with_relu(x, w_up, w_gate, w_down):
+    return (torch.relu(x @ w_up.T) * (x @ w_gate.T)) @ w_down.T
+
+
+def multi_head_attention(merge_transpose=True, out=True, mask=True, order="qkv", split_transpose=True):
+    """The learner's forward with one switch wrong, written as a learner would."""
+    def my_multi_head_attention(attn, x, cos, sin):
+        B, T, C = x.shape
+        H, hd = attn.n_heads, attn.head_dim
+        parts = dict(zip(order, attn.qkv(x).split(H * hd, dim=-1)))
+        heads = lambda t: t.view(B, T, H, hd).transpose(1, 2) if split_transpose else t.reshape(B, H, T, hd)
+        q, k, v = heads(parts["q"]), heads(parts["k"]), heads(parts["v"])
+        q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+        y, w = solutions.my_attention(q, k, v, solutions.my_causal_mask(T) if mask else None)
+        y = (y.transpose(1, 2) if merge_transpose else y).reshape(B, T, H * hd)
+        return (attn.out(y) if out else y), w
+    return my_multi_head_attention
+
+
+def block(residual=True, second_norm="norm2", ffn_reads_input=False, layout=None):
+    """The learner's block with one slip, written as a learner would."""
+    def my_block(blk, h, cos, sin):
+        norm2 = getattr(blk, second_norm)
+        if blk.pre_norm if layout is None else layout == "pre":
+            a, w = blk.attn(blk.norm1(h), cos, sin, need_weights=True)
+            h1 = h + a if residual else a
+            f = blk.ffn(norm2(h if ffn_reads_input else h1))
+            return (h1 + f if residual else f), w
+        a, w = blk.attn(h, cos, sin, need_weights=True)
+        h1 = blk.norm1(h + a if residual else a)
+        f = blk.ffn(h if ffn_reads_input else h1)
+        return norm2(h1 + f if residual else f), w
+    return my_block
+
+
+def block_with_the_seed_documents_double_norm(blk, h, cos, sin):
+    a, w = blk.attn(blk.norm1(h), cos, sin, need_weights=True)
+    h = blk.norm1(h + a)
+    return blk.norm2(h + blk.ffn(h)), w
+
+
+def model_forward(final_norm=True, positions=True, tied=False):
+    """The learner's forward pass with one slip."""
+    def my_model_forward(model, ids):
+        h = model.embed(ids)
+        pos = model.positions(ids) if positions else None
+        cos, sin = minitf.rope_angles(model.blocks[0].attn.inv_freq, ids.size(1), positions=pos)
+        for blk in model.blocks:
+            h, _ = blk(h, cos, sin)
+        if final_norm and model.final_norm is not None:
+            h = model.final_norm(h)
+        return h @ model.embed.weight.T + model.head.bias if tied else model.head(h)
+    return my_model_forward
+
+
 MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must contain)
+    ("model_forward", model_forward(final_norm=False), "_forward_no_final_norm", "leaves out the final norm"),
+    ("model_forward", model_forward(positions=False), "_forward_positions", "pass positions=model.positions(ids)"),
+    ("model_forward", model_forward(tied=True), "_forward_tied", "does not tie them"),
+    ("block", block(residual=False), "_block_no_residual", "no residual connection"),
+    ("block", block(layout="pre"), "_block_norm_side", "where the other layout has them"),
+    ("block", block(second_norm="norm1"), "_block_shared_norm", "uses norm1 for both sub-layers"),
+    ("block", block(ffn_reads_input=True), "_block_ffn_input", "feeds the FFN the block's input"),
+    ("block", block_with_the_seed_documents_double_norm, "_block_double_norm", "neither layout"),
+    ("multi_head_attention", multi_head_attention(merge_transpose=False), "_mha_merge",
+     "without moving the head dimension back"),
+    ("multi_head_attention", multi_head_attention(split_transpose=False), "_mha_split", "cuts the positions"),
+    ("multi_head_attention", multi_head_attention(out=False), "_mha_no_out", "leaves out the output projection"),
+    ("multi_head_attention", multi_head_attention(mask=False), "_mha_no_mask", "without the causal mask"),
+    ("multi_head_attention", multi_head_attention(order="qvk"), "_mha_kv_swapped", "swaps K and V"),
+    ("softmax", softmax_without_the_maximum, "_softmax_overflow", "subtract the row's maximum first"),
+    ("softmax", softmax_minus_one_maximum, "_softmax_overflow", "one maximum for the whole tensor"),
+    ("softmax", softmax_max_tuple, "raised", "take .values"),
+    ("swiglu", swiglu_activating_the_gate, "_swiglu_swapped", "SiLU on the gate branch"),
+    ("swiglu", swiglu_without_the_gate, "_swiglu_no_gate", "leaves out the gate"),
+    ("swiglu", swiglu_with_relu, "_swiglu_activation", "ReLU where SwiGLU uses SiLU"),
     ("count_parameters", lambda c: solutions.my_count_parameters(c) - c.vocab_size, "count_difference",
      "output head"),
     ("apply_rope", rope_cat, "permutation", "wrong slots"),
@@ -278,11 +376,12 @@ def test_an_embed_that_returns_float64_for_a_float32_table_is_refused():
 
 BY_HAND = ("byte_circle", "query", "tab_score", "value_rotation")  # notebook 12: numbers in, not tensors
 NUMBERS_OUT = ("lr_at", "train_loop")  # notebook 08: a rate, a history of numbers (not tensors)
+IN_PLACE = ("clip_gradients",)  # notebook 08: changes the gradients in place, returns nothing
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in ("causal_mask", "count_parameters",
                                                                 "make_batch", "position_ids", *BY_HAND,
-                                                                *NUMBERS_OUT)])
+                                                                *NUMBERS_OUT, *IN_PLACE)])
 def test_every_exercise_with_float_inputs_refuses_a_float64_result(name):
     def in_float64(*args):
         out = getattr(solutions, f"my_{name}")(*args)
@@ -345,6 +444,14 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("layer_norm", layer_norm_with_module, "nn.LayerNorm"),
     ("rms_norm", lambda x, w, eps: torch.nn.functional.rms_norm(x, w.shape, w, eps), "F.rms_norm"),
     ("feed_forward", ffn_with_module, "minitf.FeedForward"),
+    ("multi_head_attention", lambda attn, x, cos, sin: attn(x, cos, sin, need_weights=True),
+     "minitf.MultiHeadAttention (its forward)"),
+    ("block", lambda blk, h, cos, sin: blk(h, cos, sin, need_weights=True), "minitf.Block (its forward)"),
+    ("model_forward", lambda model, ids: model(ids), "minitf.Transformer (its forward)"),
+    ("softmax", lambda x: torch.softmax(x, dim=-1), "torch.softmax"),
+    ("softmax", lambda x: F.softmax(x, dim=-1), "F.softmax"),
+    ("softmax", lambda x: x.softmax(-1), ".softmax()"),
+    ("softmax", lambda x: torch.nn.Softmax(dim=-1)(x), "nn.Softmax"),
     ("make_batch", lambda pairs: minitf.make_batch(pairs), "minitf.make_batch"),
     ("ablate_head", lambda model, layer, head: minitf.ablate_heads(model, [(layer, head)]), "minitf.ablate_heads"),
     ("position_ids", lambda ids: minitf.rope.position_ids(ids, "coupled"), "minitf.rope.position_ids"),

@@ -22,15 +22,26 @@ class CheckpointError(ValueError):
     """A file that is not a loadable minitf checkpoint; the message says which and why."""
 
 
-def save(model: Transformer, path, *, metadata: dict | None = None, overwrite: bool = False,
-         train_state: dict | None = None) -> Path:
+def save(model: torch.nn.Module, path, *, metadata: dict | None = None, overwrite: bool = False,
+         train_state: dict | None = None, optimizer: torch.optim.Optimizer | None = None,
+         step: int | None = None) -> Path:
     """Write model to path atomically; an existing file is kept unless overwrite=True.
-    train_state (a History.state()) makes the file resumable."""
-    payload = {"format": FORMAT, "config": model.config.to_dict(),
+    train_state (a History.state()) makes the file resumable.
+
+    model may be any nn.Module: a minitf Transformer's config is saved so `load(path)` can rebuild
+    it; any other module's weights go in alone and load back into a model you give
+    (`load(path, model)`). optimizer and step save a training loop's own state beside the weights
+    (`load(path, model, optimizer)` restores it, `saved_step(path)` reads the step)."""
+    config = model.config.to_dict() if isinstance(model, Transformer) else None
+    payload = {"format": FORMAT, "config": config,
                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
                "metadata": metadata or {}}
     if train_state is not None:
         payload["train_state"] = train_state
+    if optimizer is not None:
+        payload["optimizer"] = optimizer.state_dict()
+    if step is not None:
+        payload["step"] = int(step)
     return atomic_write(path, lambda tmp: torch.save(payload, tmp), overwrite=overwrite)
 
 
@@ -123,21 +134,49 @@ def read(path) -> dict:
     return payload
 
 
-def load(path) -> Transformer:
-    """Rebuild the model a checkpoint describes; its metadata is at model.metadata."""
+def load(path, model: torch.nn.Module | None = None,
+         optimizer: torch.optim.Optimizer | None = None) -> torch.nn.Module:
+    """Rebuild the model a checkpoint describes; its metadata is at model.metadata.
+
+    Given a model (any nn.Module, built by you), the weights load into it instead, and given an
+    optimizer (built on that model's parameters), the optimizer state saved with them too, ready
+    to go on training from `saved_step(path)`; a given model keeps its train/eval mode."""
     payload = read(path)
-    try:
-        config = Config.from_dict(payload["config"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"{path}: bad config in checkpoint: {e}") from None
-    model = Transformer(config)
+    if model is None:
+        if payload.get("config") is None:
+            raise CheckpointError(f"{path}: holds the weights of a module that is not a minitf "
+                                  "Transformer, so it cannot be rebuilt from the file alone: build "
+                                  "the module and load into it, load(path, model)")
+        try:
+            config = Config.from_dict(payload["config"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise CheckpointError(f"{path}: bad config in checkpoint: {e}") from None
+        model, given = Transformer(config), False
+    else:
+        given = True
     try:
         model.load_state_dict(payload["state_dict"])
     except RuntimeError as e:
-        raise CheckpointError(f"{path}: weights do not match its config: {e}") from None
+        what = "the model you gave" if given else "its config"
+        raise CheckpointError(f"{path}: weights do not match {what}: {e}") from None
+    if optimizer is not None:
+        if "optimizer" not in payload:
+            raise CheckpointError(f"{path}: holds no optimizer state (save it with "
+                                  "save(model, path, optimizer=optimizer))")
+        try:
+            optimizer.load_state_dict(payload["optimizer"])
+        except (ValueError, KeyError) as e:
+            raise CheckpointError(f"{path}: the saved optimizer state does not fit the optimizer "
+                                  f"you gave: {e}") from None
     model.metadata = payload.get("metadata", {})
-    model.eval()
+    if not given:
+        model.eval()
     return model
+
+
+def saved_step(path) -> int | None:
+    """The step saved with `save(..., step=…)`, or None if none was."""
+    return read(path).get("step")
 
 
 def train_state(path) -> dict | None:

@@ -24,10 +24,12 @@ DEFAULT_STEPS = 2000  # train's steps when none are given, in Python and on the 
 
 
 def lr_at(step: int, steps: int, lr: float, warmup: int, min_lr_ratio: float = 0.1) -> float:
-    """Learning rate for step (0-based): linear warm-up to lr, then cosine down to lr·min_lr_ratio."""
+    """Learning rate for step (0-based): linear warm-up to lr, then cosine down to lr·min_lr_ratio,
+    which it holds at every step past the end (a run trained on beyond `steps` stays at the floor
+    rather than climbing back up the cosine)."""
     if step < warmup:
         return lr * (step + 1) / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
+    progress = min(1.0, (step - warmup) / max(1, steps - warmup))
     return lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 

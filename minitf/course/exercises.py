@@ -373,8 +373,8 @@ EXERCISES = {e.name: e for e in [
                       F.multi_head_attention_forward: "F.multi_head_attention_forward",
                       nn.MultiheadAttention.forward: "nn.MultiheadAttention",
                       MultiHeadAttention.attend: "minitf.MultiHeadAttention.attend"},
-             own_work="@, .transpose, masked_fill and a softmax (torch.softmax, F.softmax, "
-                      ".softmax) are fine (putting them together is the exercise): minitf.attention "
+             own_work="@, .transpose, masked_fill and your my_softmax (or torch.softmax, "
+                      "F.softmax) are fine (putting them together is the exercise): minitf.attention "
                       "and F.scaled_dot_product_attention are attention itself"),
     Exercise("layer_norm", "04", "LayerNorm: centre, scale to unit variance, then γ and β", 2, 10,
              lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps), lambda: _norm_cases(True),
@@ -652,18 +652,20 @@ EXERCISES.update({ex.name: ex for ex in [
              "the loss", drive=training_checks.drive_step, result_names=("losses", "weights"),
              options={"diagnoses": training_checks._step_slips, "hints_by_diagnosis": {
                  "_no_zero_grad": "PyTorch adds each backward() into .grad: optimizer.zero_grad() first",
-                 "_no_clip": "torch.nn.utils.clip_grad_norm_(model.parameters(), clip) between "
-                             "backward() and step()",
+                 "_no_clip": "my_clip_gradients(model.parameters(), clip) between backward() and "
+                             "step()",
                  "_step_order": "the order is zero_grad, forward, loss, backward, clip, step"}},
              library={train_step: "minitf.core.train.train_step", train: "minitf.train"},
-             own_work="model(ids), loss_fn, .backward(), optimizer.zero_grad() and .step() and "
-                      "torch.nn.utils.clip_grad_norm_ are fine (their order is the exercise): "
+             own_work="model(ids), loss_fn, .backward(), optimizer.zero_grad() and .step(), your "
+                      "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "
+                      "the exercise): "
                       "minitf's train_step is the step itself"),
     Exercise("lr_at", "08", "the learning-rate schedule: a linear warm-up, then a cosine down to a floor",
              2, 10, lr_at, lambda: list(training_checks.SCHEDULES),
              "steps 0 … warmup−1 climb linearly to lr, lr·(step + 1)/warmup; then the progress "
              "p = (step − warmup)/(steps − warmup) goes from 0 to 1 and the rate is "
-             "floor + (lr − floor)·½(1 + cos πp), floor = lr·min_lr_ratio",
+             "floor + (lr − floor)·½(1 + cos πp), floor = lr·min_lr_ratio; past the last step p "
+             "stays 1 (the floor)",
              drive=training_checks.drive_schedule,
              options={"diagnoses": training_checks._schedule_slips,
                       "case_names": [f"steps={n}, lr={lr}, warmup={w}, min_lr_ratio={r}"
@@ -674,7 +676,9 @@ EXERCISES.update({ex.name: ex for ex in [
                                       "torch.cos and torch.tensor make a tensor",
                  "_cosine_to_zero": "the cosine goes from lr down to floor = lr * min_lr_ratio, not to 0",
                  "_off_by_one": "step is 0-based: warm-up lr·(step + 1)/warmup; after it, progress "
-                                "(step − warmup)/(steps − warmup)"}},
+                                "(step − warmup)/(steps − warmup)",
+                 "_climbs_after_end": "past the last step the rate stays at the floor: "
+                                      "progress = min(1, (step − warmup)/(steps − warmup))"}},
              library={lr_at: "minitf.core.train.lr_at", wsd_lr: "minitf.core.train.wsd_lr"},
              own_work="math.cos, math.pi and arithmetic are fine: minitf's lr_at is the schedule itself"),
     Exercise("adamw", "08", "AdamW from its update rule: moments, bias correction, decoupled decay",
@@ -713,4 +717,440 @@ EXERCISES.update({ex.name: ex for ex in [
                       train: "minitf.train"},
              own_work="a for loop, the functions you are given and list.append are fine: "
                       "minitf.train is a loop itself"),
+]})
+
+
+# --- gradient clipping as a function (notebook 08; its cases and slips in training_checks) ---------
+import inspect as _inspect  # noqa: E402
+
+from torch.nn.utils import clip_grad as _clip_grad  # noqa: E402
+
+EXERCISES.update({ex.name: ex for ex in [
+    Exercise("clip_gradients", "08", "gradient clipping: one norm over all the gradients, scaled "
+             "down to max_norm only when above it", 2, 10, training_checks.torch_clip,
+             training_checks._clip_cases,
+             "keep the gradients that exist (p.grad is not None) in a list; their total norm is "
+             "√(Σ g²) over every entry of every tensor; if it is above max_norm, multiply every "
+             "gradient in place by max_norm / (norm + 1e-6), else leave them alone",
+             drive=training_checks.drive_clip,
+             options={"diagnoses": training_checks._clip_slips,
+                      "case_names": ["gradients above the limit", "gradients below it",
+                                     "far above a small limit"], "hints_by_diagnosis": {
+                 "_clip_per_tensor": "one norm for all, √(‖g₁‖² + ‖g₂‖² + …): total = "
+                                     "torch.stack([g.norm() for g in grads]).norm(), and the same "
+                                     "factor for every tensor",
+                 "_clip_below_limit": "if total > max_norm: scale; otherwise leave the gradients "
+                                      "as they are",
+                 "_clip_sum_of_norms": "the norms add like the sides of a right angle: "
+                                       "√(‖g₁‖² + ‖g₂‖² + …), torch.stack([g.norm() for g in "
+                                       "grads]).norm()",
+                 "_clip_never": "grads = [p.grad for p in parameters if p.grad is not None] once, "
+                                "then work on that list; scale with g.mul_(…) so the change stays "
+                                "in p.grad",
+                 "raised": "a parameter may have no gradient (p.grad is None): leave it out"}},
+             library={_inspect.unwrap(_clip_grad.clip_grad_norm_): "torch.nn.utils.clip_grad_norm_",
+                      _inspect.unwrap(_clip_grad.clip_grad_norm): "torch.nn.utils.clip_grad_norm",
+                      _inspect.unwrap(torch.nn.utils.get_total_norm): "torch.nn.utils.get_total_norm",
+                      _inspect.unwrap(torch.nn.utils.clip_grads_with_norm_):
+                          "torch.nn.utils.clip_grads_with_norm_",
+                      training_checks.torch_clip: "minitf.course.training_checks.torch_clip"},
+             own_work="p.grad, ** 2, .sum(), torch.sqrt (or .norm() on one tensor) and .mul_ are "
+                      "fine (the one norm and the only-when-above are the exercise): "
+                      "torch.nn.utils.clip_grad_norm_ is clipping itself"),
+]})
+
+
+# --- notebook 03: a softmax that does not overflow ---------------------------------------------------
+
+def _softmax_cases():
+    """Ordinary and masked scores, then rows whose e^x overflows (x + 100: in float32; x + 1000: in
+    float64 too) and rows far apart (x, x + 1000, x − 1000: one maximum for all of them fails)."""
+    x = _rand(3, 6, seed=3, low=-3, high=3)
+    masked = _rand(1, 2, 4, 4, seed=1, low=-3, high=3).masked_fill(causal_mask(4), float("-inf"))
+    return [(_rand(2, 5, seed=0, low=-3, high=3),), (masked,), (_rand(3, 6, seed=2) + 100,),
+            (_rand(2, 6, seed=4) + 1000,), (torch.stack([x[0], x[1] + 1000, x[2] - 1000]),)]
+
+
+def _softmax_slips(x):
+    """NaN or inf where the softmax is finite: e^x overflowed (or every e^x of a row underflowed),
+    because no maximum was subtracted, or one maximum for the whole tensor was."""
+    def overflow(got, expected):
+        if not (isinstance(got, torch.Tensor) and got.shape == expected.shape):
+            return None
+        bad = ~torch.isfinite(got).all(-1) & torch.isfinite(expected).all(-1)  # rows that broke
+        if not bad.any():
+            return None
+        row_max = x.amax(-1)
+        if torch.isfinite(got[row_max == row_max.max()]).all() and \
+                (row_max.max() - row_max[bad].min()) > 80:
+            return ("yours subtracts one maximum for the whole tensor: a row far below it (here one "
+                    f"{float(row_max.max() - row_max[bad].min()):.0f} lower) has every e^(x − max) "
+                    "round to 0, and 0/0 is NaN. Subtract each row's own maximum, "
+                    "x.amax(-1, keepdim=True)")
+        return ("yours overflows: e^x is inf above x ≈ 88.7 in float32 (709.8 in float64), and "
+                "inf/inf is NaN (a row of large negative scores gives 0/0 the same way). Subtract "
+                "the row's maximum first: softmax(x − max) is the same softmax, and its largest "
+                "e^(x − max) is e^0 = 1")
+    overflow.__name__ = "_softmax_overflow"
+    return (overflow,)
+
+
+EXERCISES.update({e.name: e for e in [
+    Exercise("softmax", "03", "a softmax that does not overflow: subtract each row's maximum first",
+             2, 10, lambda x: torch.softmax(x, dim=-1), _softmax_cases,
+             "over the last dimension: e^(x − max) / Σ e^(x − max), with max = x.amax(-1, "
+             "keepdim=True) the row's largest entry; a −inf entry (masked) gets weight 0",
+             options={"diagnoses": _softmax_slips,
+                      "case_names": ["ordinary scores", "masked scores (−inf), as attention gives",
+                                     "x + 100", "x + 1000", "rows at x, x + 1000 and x − 1000"],
+                      "hints_by_diagnosis": {
+                 "_softmax_overflow": "subtract the row's maximum first: z = x - x.amax(-1, "
+                                      "keepdim=True), then z.exp() / z.exp().sum(-1, keepdim=True)",
+                 "softmax_over_wrong_dim": "each row is one softmax: the max and the sum over "
+                                           "dim=-1, with keepdim=True",
+                 "rows_not_summing_to_1": "divide by the sum of the same row's e^(x − max): "
+                                          ".sum(-1, keepdim=True)",
+                 "raised": "x.max(-1, keepdim=True) returns (values, indices): take .values, or "
+                           "use x.amax(-1, keepdim=True); keepdim=True lines the row's maximum up "
+                           "with its entries"}},
+             library={torch.softmax: "torch.softmax", F.softmax: "F.softmax",
+                      torch.Tensor.softmax: ".softmax()", torch.log_softmax: "torch.log_softmax",
+                      F.log_softmax: "F.log_softmax", torch.Tensor.log_softmax: ".log_softmax()",
+                      torch.special.softmax: "torch.special.softmax",
+                      torch.logsumexp: "torch.logsumexp", torch.Tensor.logsumexp: ".logsumexp()",
+                      nn.Softmax.forward: "nn.Softmax"},
+             own_work=".amax (or .max(...).values), - , .exp(), .sum and / are fine (the stable "
+                      "form is the exercise): torch.softmax, F.softmax and .softmax() are the "
+                      "softmax itself"),
+]})
+
+
+# --- notebook 04: the gated feed-forward, SwiGLU -----------------------------------------------------
+
+def _swiglu_cases():
+    """Two sizes, no biases (the modern block has none), weights of both signs."""
+    cases = []
+    for seed, (C, Fd) in enumerate([(4, 6), (3, 8)]):
+        cases.append((_rand(2, 3, C, seed=seed, low=-2, high=2), _rand(Fd, C, seed=seed + 1),
+                      _rand(Fd, C, seed=seed + 2), _rand(C, Fd, seed=seed + 3)))
+    return cases
+
+
+def _swiglu_reference(x, w_up, w_gate, w_down):
+    """minitf's gated FeedForward (Config(ffn_gate=True, activation="silu", bias=False)) with these weights."""
+    C, d_ff = x.size(-1), w_up.size(0)
+    ffn = FeedForward(Config(d_model=C, n_heads=1, d_ff=d_ff, ffn_gate=True, activation="silu",
+                             bias=False, positional="none")).to(x.dtype)
+    ffn.load_state_dict({"up.weight": w_up, "gate.weight": w_gate, "down.weight": w_down})
+    with torch.no_grad():
+        return ffn(x)
+
+
+def _swiglu_slips(x, w_up, w_gate, w_down):
+    up, gate = x @ w_up.T, x @ w_gate.T
+    down = lambda h: h @ w_down.T
+    swapped = _first_slip([(down(F.silu(gate) * up), (
+        "yours puts the SiLU on the gate branch and leaves up linear: here SiLU goes on up "
+        "(x @ w_up.T) and the gate (x @ w_gate.T) multiplies it as it is. (LLaMA's code names the "
+        "two the other way round, gate_proj activated: the same function with the names swapped)"))])
+    swapped.__name__ = "_swiglu_swapped"
+    no_gate = _first_slip([
+        (down(F.silu(up)), "yours leaves out the gate: down(silu(up x)) is the plain two-matrix FFN "
+                           "with SiLU; SwiGLU multiplies silu(up x) by gate x, element by element"),
+        (down(F.silu(gate)), "yours leaves out up and applies SiLU to the gate alone: SwiGLU is "
+                             "silu(x @ w_up.T) * (x @ w_gate.T)"),
+        (down(up * gate), "yours has no SiLU: up x ⊙ gate x alone is a bilinear map; SwiGLU is "
+                          "silu(up x) ⊙ gate x")])
+    no_gate.__name__ = "_swiglu_no_gate"
+    activation = _first_slip([
+        (down(torch.relu(up) * gate), "yours uses ReLU where SwiGLU uses SiLU, x·σ(x) (F.silu)"),
+        (down(torch.sigmoid(up) * gate), "yours uses the sigmoid σ(x) (that is GLU); SiLU is x·σ(x), "
+                                         "F.silu"),
+        (down(F.silu(up * gate)), "yours applies SiLU after multiplying: SiLU goes on up x alone, "
+                                  "then the product with gate x")])
+    activation.__name__ = "_swiglu_activation"
+    return (swapped, no_gate, activation)
+
+
+EXERCISES.update({e.name: e for e in [
+    Exercise("swiglu", "04", "SwiGLU: the FFN's hidden units gated by a second projection of the input",
+             2, 10, _swiglu_reference, _swiglu_cases,
+             "three maps, no biases: hidden = silu(x @ w_up.T) * (x @ w_gate.T), element by element, "
+             "(..., d_ff); then hidden @ w_down.T",
+             options={"diagnoses": _swiglu_slips, "hints_by_diagnosis": {
+                 "_swiglu_swapped": "F.silu(x @ w_up.T) * (x @ w_gate.T): SiLU on up, the gate linear",
+                 "_swiglu_no_gate": "the hidden units are silu(x @ w_up.T) times (x @ w_gate.T)",
+                 "_swiglu_activation": "F.silu(x @ w_up.T) (SiLU = x·σ(x)), then times the gate",
+                 "raised": "nn.Linear stores W as (out, in): x @ w.T; up and gate are (d_ff, C), "
+                           "down is (C, d_ff)"}},
+             library={FeedForward.forward: "minitf.FeedForward"},
+             own_work="F.silu (or x * torch.sigmoid(x)), @ and F.linear are fine (the gate is the "
+                      "exercise): minitf.FeedForward with ffn_gate is SwiGLU itself"),
+]})
+
+
+# --- notebook 03: multi-head attention's forward, around the learner's attention ---------------------
+
+def _mha_cases():
+    """Two modules (heads of 4 and of 2, H ≠ T so a wrong axis cannot line up by chance) and their
+    RoPE angles; the module's own weights are the case."""
+    cases = []
+    for seed, (C, H, B, T) in enumerate([(8, 2, 2, 5), (8, 4, 1, 3)]):
+        torch.manual_seed(seed)
+        attn = MultiHeadAttention(Config(d_model=C, n_heads=H, dropout=0.0)).double().requires_grad_(False)
+        cos, sin = rope_angles(attn.inv_freq, T)
+        cases.append((attn, _rand(B, T, C, seed=seed + 10), cos, sin))
+    return cases
+
+
+def _mha_reference(attn, x, cos, sin):
+    with torch.no_grad():
+        return attn(x, cos, sin, need_weights=True)
+
+
+def _mha_slips(attn, x, cos, sin):
+    """The module's forward with one step wrong, computed with minitf's own pieces."""
+    B, T, _ = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    split = lambda t: t.view(B, T, H, hd).transpose(1, 2)
+    merge = lambda y: y.transpose(1, 2).reshape(B, T, H * hd)
+    rope = lambda t: apply_rope(t, cos, sin)
+
+    def forward(split=split, merge=merge, out=True, mask=True, swap_kv=False, rotate=True):
+        with torch.no_grad():
+            q, k, v = (split(t) for t in attn.qkv(x).split(H * hd, dim=-1))
+            if swap_kv:
+                k, v = v, k
+            if rotate:
+                q, k = rope(q), rope(k)
+            y, w = attention(q, k, v, causal_mask(T) if mask else None)
+            y = merge(y)
+            return (attn.out(y) if out else y), w
+
+    def slip(name, result, words):
+        recognise = _first_slip([(result[0], words), (result[1], words)])
+        recognise.__name__ = name
+        return recognise
+
+    return (
+        slip("_mha_merge", forward(merge=lambda y: y.reshape(B, T, H * hd)),
+             "yours merges the heads without moving the head dimension back: y is (B, H, T, hd), "
+             "so y.reshape(B, T, H·hd) mixes positions and heads. y.transpose(1, 2) first, then "
+             "reshape"),
+        slip("_mha_split", forward(split=lambda t: t.reshape(B, H, T, hd)),
+             "yours splits the heads with a view to (B, H, T, hd) straight from (B, T, H·hd): that "
+             "cuts the positions, not each position's vector. view(B, T, H, hd), then "
+             "transpose(1, 2)"),
+        slip("_mha_no_out", forward(out=False),
+             "yours leaves out the output projection: the merged heads go through attn.out (W_O), "
+             "which mixes them"),
+        slip("_mha_no_mask", forward(mask=False),
+             "yours attends without the causal mask: every position sees its future. Pass "
+             "my_causal_mask(T) to your attention"),
+        slip("_mha_kv_swapped", forward(swap_kv=True),
+             "yours swaps K and V: attn.qkv(x) holds [q, k, v] in this order along the last "
+             "dimension"),
+        slip("_mha_no_rope", forward(rotate=False),
+             "yours leaves out RoPE: q and k are rotated (attn.rotate(q, cos, sin)) after the split "
+             "and before the scores; v is not"))
+
+
+EXERCISES.update({e.name: e for e in [
+    Exercise("multi_head_attention", "03", "multi-head attention's forward: project, split into "
+             "heads, RoPE, attention, merge, project", 3, 20, _mha_reference, _mha_cases,
+             "q, k, v = attn.qkv(x).split(H·hd, dim=-1), each .view(B, T, H, hd).transpose(1, 2); "
+             "rotate q and k (attn.rotate(t, cos, sin)); y, weights = my_attention(q, k, v, "
+             "my_causal_mask(T)); y.transpose(1, 2).reshape(B, T, H·hd); return attn.out(y), weights",
+             result_names=("output", "weights"),
+             options={"diagnoses": _mha_slips, "hints_by_diagnosis": {
+                 "_mha_merge": "y.transpose(1, 2).reshape(B, T, H * hd): heads back beside each other",
+                 "_mha_split": "t.view(B, T, H, hd).transpose(1, 2) for each of q, k and v",
+                 "_mha_no_out": "return attn.out(y), weights",
+                 "_mha_no_mask": "my_attention(q, k, v, my_causal_mask(T).to(x.device))",
+                 "_mha_kv_swapped": "q, k, v = attn.qkv(x).split(H * hd, dim=-1), in this order",
+                 "_mha_no_rope": "q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin), after "
+                                 "the split",
+                 "raised": "split first, (B, T, H·hd) → view(B, T, H, hd) → transpose(1, 2) → "
+                           "(B, H, T, hd): RoPE and attention work on each head's (T, hd)"}},
+             library={MultiHeadAttention.forward: "minitf.MultiHeadAttention (its forward)",
+                      F.multi_head_attention_forward: "F.multi_head_attention_forward",
+                      nn.MultiheadAttention.forward: "nn.MultiheadAttention"},
+             own_work="attn.qkv, attn.out, attn.rotate, .view, .transpose, .reshape and your "
+                      "my_attention and my_causal_mask are fine (the heads are the exercise): the "
+                      "module's own forward is the answer itself"),
+]})
+
+
+# --- notebook 04: the block, pre-norm and post-norm --------------------------------------------------
+from ..core.model import Block  # noqa: E402
+
+
+def _block_cases():
+    """A post-norm and a pre-norm block (H ≠ T), their RoPE angles and a stream h."""
+    cases = []
+    for seed, (position, B, T) in enumerate([("post", 2, 5), ("pre", 1, 3)]):
+        torch.manual_seed(seed)
+        block = Block(Config(d_model=8, n_heads=2, d_ff=16, norm_position=position, dropout=0.0)).double()
+        with torch.no_grad():  # norms away from γ = 1, β = 0, so that a norm in the wrong place shows
+            for i, norm in enumerate((block.norm1, block.norm2)):
+                norm.weight.copy_(_rand(8, seed=10 * seed + i + 20, low=0.5, high=1.5))
+                norm.bias.copy_(_rand(8, seed=10 * seed + i + 30, low=-0.5, high=0.5))
+        cos, sin = rope_angles(block.attn.inv_freq, T)
+        block.requires_grad_(False)  # numbers to compare, not a graph: the learner's result has none
+        cases.append((block, _rand(B, T, 8, seed=seed + 40, low=-2, high=2), cos, sin))
+    return cases
+
+
+def _block_reference(block, h, cos, sin):
+    with torch.no_grad():
+        return block(h, cos, sin, need_weights=True)
+
+
+def _block_slips(block, h, cos, sin):
+    """The block with one slip, in both layouts, computed with its own modules."""
+    attn = lambda x: block.attn(x, cos, sin, need_weights=True)
+    n1, n2, ffn = block.norm1, block.norm2, block.ffn
+
+    def pre(residual=True, second=n2, ffn_input=None):
+        a, w = attn(n1(h))
+        h1 = h + a if residual else a
+        f = ffn(second(h if ffn_input == "attention's" else h1))
+        return (h1 + f if residual else f), w
+
+    def post(residual=True, second=n2, ffn_input=None, double=False):
+        a, w = attn(n1(h) if double else h)
+        h1 = n1(h + a if residual else a)
+        f = ffn(h if ffn_input == "attention's" else h1)
+        return second(h1 + f if residual else f), w
+
+    def slip(name, result, words, on_weights=True):  # on_weights=False: named by h alone (two
+        # slips that differ only in h would otherwise share the same wrong weights)
+        recognise = _first_slip([(result[0], words)] + ([(result[1], words)] if on_weights else []))
+        recognise.__name__ = name
+        return recognise
+
+    this, other = (pre, post) if block.pre_norm else (post, pre)
+    layout = "pre-norm" if block.pre_norm else "post-norm"
+    with torch.no_grad():
+        return (
+            slip("_block_no_residual", this(residual=False),
+                 "yours has no residual connection: each sub-layer adds to the stream, h + f(…), "
+                 "it does not replace it"),
+            slip("_block_norm_side", other(),
+                 f"yours puts the norms where the other layout has them: this block is {layout} "
+                 f"(block.pre_norm is {block.pre_norm}): "
+                 + ("h + f(norm(h)), the stream itself never normalised" if block.pre_norm
+                    else "norm(h + f(h)), the sum normalised"), on_weights=False),
+            slip("_block_shared_norm", this(second=n1),
+                 "yours uses norm1 for both sub-layers: each has its own, norm1 with attention and "
+                 "norm2 with the FFN (one γ and β cannot serve two jobs)"),
+            slip("_block_ffn_input", this(ffn_input="attention's"),
+                 "yours feeds the FFN the block's input h: it reads the stream after attention's "
+                 "residual addition"),
+            slip("_block_double_norm", post(double=True),
+                 "yours normalises before attention and again after the addition, "
+                 "norm1(h + attn(norm1(h))): that is neither layout (the seed documents' bug)",
+                 on_weights=False))
+
+
+EXERCISES.update({e.name: e for e in [
+    Exercise("block", "04", "the block: attention and FFN, each with its residual and its norm, "
+             "pre-norm or post-norm", 3, 15, _block_reference, _block_cases,
+             "pre-norm: a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True); "
+             "h = h + a; h = h + block.ffn(block.norm2(h)). Post-norm: a, weights = block.attn(h, …); "
+             "h = block.norm1(h + a); h = block.norm2(h + block.ffn(h)). Return (h, weights)",
+             result_names=("h", "weights"),
+             options={"diagnoses": _block_slips, "hints_by_diagnosis": {
+                 "_block_no_residual": "h = h + a, then h = h + ffn(…) (pre-norm) or the same sums "
+                                       "inside the norms (post-norm)",
+                 "_block_norm_side": "if block.pre_norm: h + f(norm(h)); else: norm(h + f(h))",
+                 "_block_shared_norm": "block.norm1 with attention, block.norm2 with the FFN",
+                 "_block_ffn_input": "the FFN reads h after h = h + a (pre) or h = norm1(h + a) (post)",
+                 "_block_double_norm": "post-norm: attention reads h itself; the norm comes after "
+                                       "the addition only"}},
+             library={Block.forward: "minitf.Block (its forward)"},
+             own_work="block.attn, block.norm1, block.norm2, block.ffn, block.pre_norm and + are "
+                      "fine (where the norms and the sums go is the exercise): the block's own "
+                      "forward is the answer itself"),
+]})
+
+
+# --- notebook 08: the model's forward ---------------------------------------------------------------
+
+def _forward_cases():
+    """A pre-norm model (a final norm, an untied head), a post-norm one (no final norm) and 08's
+    kind (pre-norm, coupled position ids, tied head); float64, no gradients, norms away from 1, 0."""
+    cases = []
+    for seed, config in enumerate([
+            Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0),
+            Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, dropout=0.0),
+            Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
+                   rope_base=20.0, position_ids="coupled", tie_embeddings=True)]):
+        torch.manual_seed(seed)
+        model = Transformer(config).double().eval().requires_grad_(False)
+        if model.final_norm is not None:
+            with torch.no_grad():
+                model.final_norm.weight.copy_(_rand(8, seed=seed + 50, low=0.5, high=1.5))
+        text = [b"ab\tbc", b"xyz\tyz{"][seed % 2] if seed < 2 else b"hello\tifmmp"
+        cases.append((model, torch.tensor([list(text)])))
+    return cases
+
+
+def _forward_reference(model, ids):
+    with torch.no_grad():
+        return model(ids)
+
+
+def _forward_slips(model, ids):
+    """The forward with one step wrong, computed with the model's own modules."""
+    T = ids.size(1)
+
+    def forward(final=True, positions=True, tied=False):
+        with torch.no_grad():
+            h = model.embed(ids)
+            pos = model.positions(ids) if positions else None
+            cos, sin = rope_angles(model.blocks[0].attn.inv_freq, T, positions=pos)
+            for block in model.blocks:
+                h, _ = block(h, cos, sin)
+            if final and model.final_norm is not None:
+                h = model.final_norm(h)
+            if tied:
+                return h @ model.embed.weight.T + (model.head.bias if model.head.bias is not None else 0)
+            return model.head(h)
+
+    def slip(name, result, words):
+        recognise = _first_slip([(result, words)])
+        recognise.__name__ = name
+        return recognise
+
+    return (slip("_forward_no_final_norm", forward(final=False),
+                 "yours leaves out the final norm: a pre-norm model normalises the stream once more "
+                 "before the head (model.final_norm; a post-norm model has none, it is None)"),
+            slip("_forward_positions", forward(positions=False),
+                 "yours numbers the positions 0, 1, 2, …: this model's config numbers them its own way "
+                 f"(position_ids={model.config.position_ids!r}); pass positions=model.positions(ids) "
+                 "to rope_angles"),
+            slip("_forward_tied", forward(tied=True),
+                 "yours reads the embedding table as the output head, but this config does not tie "
+                 "them (tie_embeddings=False): the head is model.head, a table of its own"))
+
+
+EXERCISES.update({e.name: e for e in [
+    Exercise("model_forward", "08", "the model's forward: embedding, RoPE angles, the blocks, the "
+             "final norm, the head", 2, 15, _forward_reference, _forward_cases,
+             "h = model.embed(ids); cos, sin = rope_angles(model.blocks[0].attn.inv_freq, T, "
+             "positions=model.positions(ids)); h, _ = block(h, cos, sin) for every block; "
+             "model.final_norm(h) if it is not None; return model.head(h)",
+             options={"diagnoses": _forward_slips, "hints_by_diagnosis": {
+                 "_forward_no_final_norm": "if model.final_norm is not None: h = model.final_norm(h)",
+                 "_forward_positions": "pos = model.positions(ids) (None means 0, 1, 2, …), then "
+                                       "rope_angles(inv_freq, T, positions=pos)",
+                 "_forward_tied": "return model.head(h): model.head is tied to the embedding only "
+                                  "when the config says so",
+                 "raised": "post-norm models have no final norm (model.final_norm is None); each "
+                           "block returns (h, weights)"}},
+             library={Transformer.forward: "minitf.Transformer (its forward)"},
+             own_work="model.embed, model.positions, rope_angles, the blocks, model.final_norm and "
+                      "model.head are fine (their order and the final norm are the exercise): the "
+                      "model's own forward is the answer itself"),
 ]})

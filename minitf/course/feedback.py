@@ -26,6 +26,7 @@ import linecache
 import math
 import os
 import sys
+import types
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -839,6 +840,10 @@ class _LibraryWatch:
     def __init__(self, library: dict):
         self.codes = {f.__code__: name for f, name in library.items() if hasattr(f, "__code__")}
         self.builtins = {id(f): (f, name) for f, name in library.items() if not hasattr(f, "__code__")}
+        # a tensor method (torch.Tensor.softmax) is called bound, x.softmax(-1): a new object each
+        # time, so it is known by its name and its tensor instead
+        self.methods = {f.__name__: name for f, name in library.items()
+                        if isinstance(f, types.MethodDescriptorType) and f.__objclass__ is torch._C.TensorBase}
         self.found: tuple[str, str] | None = None  # (the library function's name, the learner's line)
         self.previous = None
 
@@ -850,6 +855,8 @@ class _LibraryWatch:
         elif event == "c_call":
             entry = self.builtins.get(id(arg))
             name, caller = (entry[1] if entry and entry[0] is arg else None), frame
+            if name is None and self.methods and isinstance(getattr(arg, "__self__", None), torch.Tensor):
+                name = self.methods.get(getattr(arg, "__name__", None))
         else:
             return
         if name is not None:

@@ -13,6 +13,7 @@ import math
 import os
 import sys
 import textwrap
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -26,10 +27,17 @@ PIECES = {
     "embed": ("embed(ids, table) → (B, T, C)", "01"),
     "apply_rope": ("apply_rope(x, cos, sin) → x with each pair rotated", "02"),
     "causal_mask": ("causal_mask(T) → (T, T) bool, True where i may not look at j", "03"),
+    "softmax": ("softmax(x) over the last dimension, stable (your attention calls it)", "03"),
     "attention": ("attention(q, k, v, mask) → (output, weights)", "03"),
+    "multi_head_attention": ("multi_head_attention(attn, x, cos, sin) → (output, weights): the "
+                             "projections and heads around your attention", "03"),
     "layer_norm": ("layer_norm(x, weight, bias, eps)", "04"),
     "rms_norm": ("rms_norm(x, weight, eps)", "04"),
     "feed_forward": ("feed_forward(x, w_up, b_up, w_down, b_down), ReLU", "04"),
+    "swiglu": ("swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.ffn_gate)", "04"),
+    "block": ("block(block, h, cos, sin) → (h, weights): the sub-layers, their residuals and norms", "04"),
+    "model_forward": ("model_forward(model, ids) → logits: the embedding, the blocks, the final "
+                      "norm and the head", "08"),
     "make_batch": ("make_batch(pairs) → (ids, targets)", "05"),
     "position_ids": ("position_ids(ids) → (B, T) coupled ids (used when config.position_ids='coupled')", "11"),
 }
@@ -41,10 +49,15 @@ class Parts:
     embed: Callable | None = None
     apply_rope: Callable | None = None
     causal_mask: Callable | None = None
+    softmax: Callable | None = None  # no slot of its own in the model: your attention calls it
     attention: Callable | None = None
+    multi_head_attention: Callable | None = None
     layer_norm: Callable | None = None
     rms_norm: Callable | None = None
     feed_forward: Callable | None = None
+    swiglu: Callable | None = None
+    block: Callable | None = None
+    model_forward: Callable | None = None
     make_batch: Callable | None = None
     position_ids: Callable | None = None
     origin: dict = field(default_factory=dict, compare=False)  # piece → where it came from
@@ -106,4 +119,25 @@ def load_saved(names, fallback: Callable[[str], Callable] | None = None) -> tupl
             found[name], origin[name] = namespace.pop("__piece__"), f"yours ({path.parent.name}/{path.name})"
         elif fallback is not None:
             found[name], origin[name] = fallback(name), "reference solution (you have not saved one yet)"
+    # a saved piece may call another by its exercise's name (your attention calls my_softmax, your
+    # train_step my_clip_gradients): the reference solution answers to a name you have not saved
+    from . import solutions
+    for name in names:
+        namespace.setdefault(f"my_{name}", found.get(name) or getattr(solutions, f"my_{name}"))
     return found, origin
+
+
+def calling(fn, **pieces):
+    """fn with the names it calls bound to these pieces: your multi_head_attention calls your
+    attention by name (my_attention), your train_step your clipping (my_clip_gradients), and in a
+    model or a training built from parts that name must be the parts' piece (the one the check
+    named, or the reference that replaced it), not whatever the name meant where fn was written.
+    Pieces given as None, and a function without code of its own, stay as they are."""
+    code = getattr(fn, "__code__", None)
+    pieces = {name: piece for name, piece in pieces.items() if piece is not None}
+    if code is None or not pieces:
+        return fn
+    rebound = types.FunctionType(code, {**fn.__globals__, **pieces}, fn.__name__, fn.__defaults__,
+                                 fn.__closure__)
+    rebound.__kwdefaults__ = fn.__kwdefaults__
+    return rebound

@@ -21,12 +21,12 @@ from torch import nn
 from ..core.attention import MultiHeadAttention, attention, causal_mask
 from ..core.config import Config
 from ..core.ffn import FeedForward
-from ..core.model import Transformer
+from ..core.model import Block, Transformer
 from ..core.norms import LayerNorm, RMSNorm
 from ..core.tokens import TAB
 from .exercises import run_check
 from .feedback import ExerciseError
-from .my_parts import PIECES, Parts, folder, mine, save  # noqa: F401  (minitf.parts.mine, …)
+from .my_parts import PIECES, Parts, calling, folder, mine, save  # noqa: F401  (minitf.parts.mine, …)
 
 # --- the modules that call your functions ----------------------------------------------------------
 
@@ -66,16 +66,43 @@ class YourFeedForward(FeedForward):
         return self.fn(x, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
 
 
+class YourGatedFeedForward(FeedForward):
+    """The gated FFN (Config(ffn_gate=True, activation="silu", bias=False)) calling your swiglu."""
+    def __init__(self, fn, config: Config):
+        super().__init__(config)
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x, self.up.weight, self.gate.weight, self.down.weight)
+
+
 class YourAttention(MultiHeadAttention):
-    """minitf's multi-head attention with your rotation, mask and attention in its two steps."""
+    """minitf's multi-head attention with your rotation, mask and attention in its two steps, or
+    your whole multi_head_attention (with your attention and mask inside)."""
 
     def __init__(self, parts: Parts, config: Config):
         super().__init__(config)
         self.parts = parts
+        # the names your pieces call each other by are the Parts' pieces: your attention's
+        # my_softmax, your multi_head_attention's my_attention and my_causal_mask
+        self.attention_fn = parts.attention and calling(parts.attention, my_softmax=parts.softmax)
+        self.forward_fn = parts.multi_head_attention and calling(
+            parts.multi_head_attention, my_attention=self.attention_fn, my_causal_mask=parts.causal_mask)
 
     def rotate(self, x, cos, sin):
         fn = self.parts.apply_rope
         return fn(x, cos, sin) if fn else super().rotate(x, cos, sin)
+
+    def forward(self, x, rope_cos=None, rope_sin=None, need_weights: bool = False, kv=None):
+        """Your multi_head_attention where it applies: a causal RoPE layer without QK-norm, read
+        without a KV cache (the cached step is notebook 09's exercise); minitf's forward, with your
+        rotation and attention inside, everywhere else."""
+        fn = self.forward_fn
+        if fn is None or kv is not None or not (self.rope and self.causal) or self.q_norm is not None \
+                or self.rope_on_v:
+            return super().forward(x, rope_cos, rope_sin, need_weights, kv)
+        y, weights = fn(self, x, rope_cos, rope_sin)
+        return y, (weights if need_weights else None)
 
     def attend(self, q, k, v, need_weights: bool):
         if not (self.parts.attention or self.parts.causal_mask):
@@ -83,7 +110,39 @@ class YourAttention(MultiHeadAttention):
         make_mask = self.parts.causal_mask or causal_mask
         T, S = q.size(-2), k.size(-2)  # S > T when earlier keys come from a KV cache
         mask = make_mask(S).to(q.device)[S - T:] if self.causal else None
-        return (self.parts.attention or attention)(q, k, v, mask)
+        return (self.attention_fn or attention)(q, k, v, mask)
+
+
+class YourBlock(Block):
+    """minitf's block whose forward is your block function, where it applies: both sub-layers with
+    their residuals, no dropout, no KV cache (minitf's forward, with your pieces inside, elsewhere)."""
+
+    def __init__(self, fn, config: Config):
+        super().__init__(config)
+        self.fn = fn
+
+    def forward(self, h, rope_cos=None, rope_sin=None, need_weights: bool = False, kv=None):
+        if kv is not None or not self.residual or self.ffn is None or (self.training and self.drop.p):
+            return super().forward(h, rope_cos, rope_sin, need_weights, kv)
+        h, weights = self.fn(self, h, rope_cos, rope_sin)
+        return h, (weights if need_weights else None)
+
+
+class YourTransformer(Transformer):
+    """minitf's Transformer whose forward is your model_forward, where it applies: a RoPE model read
+    whole (no KV cache, no attention weights asked for, no logit soft-cap, no random position
+    offsets in training); minitf's forward, with your pieces inside, elsewhere."""
+
+    def __init__(self, fn, config: Config):
+        super().__init__(config)
+        self.fn = fn
+
+    def forward(self, ids, return_attention: bool = False, cache=None):
+        c = self.config
+        if return_attention or cache is not None or c.positional != "rope" or c.logit_softcap \
+                or (self.training and c.position_offset):
+            return super().forward(ids, return_attention, cache)
+        return self.fn(self, ids)
 
 
 def _swap(parent: nn.Module, name: str, new: nn.Module) -> None:
@@ -98,9 +157,12 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
     `Transformer(config)` would get with the same random state."""
     config = config or Config()
     parts = parts or Parts(**pieces)
-    if parts.feed_forward and config.activation != "relu":
+    if parts.feed_forward and not config.ffn_gate and config.activation != "relu":
         raise ValueError(f"your feed_forward uses ReLU; this config's activation is {config.activation!r}")
-    model = Transformer(config)
+    if parts.swiglu and config.ffn_gate and (config.activation != "silu" or config.bias):
+        raise ValueError("your swiglu is SiLU-gated without biases; this config has activation "
+                         f"{config.activation!r} and bias={config.bias}")
+    model = YourTransformer(parts.model_forward, config) if parts.model_forward else Transformer(config)
     c = config
     if parts.embed:
         _swap(model, "embed", YourEmbedding(parts.embed, c.vocab_size, c.d_model))
@@ -108,11 +170,16 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
             model.head.weight = model.embed.weight
     norm_fn = parts.layer_norm if c.norm == "layer" else parts.rms_norm
     YourNorm = YourLayerNorm if c.norm == "layer" else YourRMSNorm
-    for block in model.blocks:
-        if parts.apply_rope or parts.causal_mask or parts.attention:
+    for i, block in enumerate(model.blocks):
+        if parts.block:  # your block first: the swaps below then go inside it
+            _swap(model.blocks, str(i), YourBlock(parts.block, c))
+            block = model.blocks[i]
+        if parts.apply_rope or parts.causal_mask or parts.attention or parts.multi_head_attention:
             _swap(block, "attn", YourAttention(parts, c))
-        if parts.feed_forward and getattr(block, "ffn", None) is not None:
-            _swap(block, "ffn", YourFeedForward(parts.feed_forward, c))
+        gated = c.ffn_gate  # the gated FFN is your swiglu's, the plain one your feed_forward's
+        ffn_fn, YourFFN = (parts.swiglu, YourGatedFeedForward) if gated else (parts.feed_forward, YourFeedForward)
+        if ffn_fn and getattr(block, "ffn", None) is not None:
+            _swap(block, "ffn", YourFFN(ffn_fn, c))
         if norm_fn:
             for name in ("norm1", "norm2"):
                 if getattr(block, name, None) is not None:
@@ -228,7 +295,8 @@ def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
     def bad(diff, dtype) -> bool:
         return isinstance(diff, str) or diff > limits[dtype]
 
-    forward_parts = Parts(**{name: getattr(parts, name) for name in parts.given() if name != "make_batch"})
+    forward_parts = Parts(**{name: getattr(parts, name) for name in parts.given()
+                             if name not in ("make_batch", "softmax")})
     total = difference(forward_parts, torch.float64)
     total32 = difference(forward_parts, torch.float32)
     broken = {}
@@ -249,11 +317,12 @@ def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
                                 f"inside?)")
             elif diff > tolerance32:
                 broken[name] = f"right in float64, but in float32 alone it changes the logits by {diff:.3g}"
-    if parts.make_batch:
-        try:
-            run_check("make_batch", parts.make_batch, own_work=False)
-        except ExerciseError as e:
-            broken["make_batch"] = " ".join(line.strip() for line in str(e).splitlines()[:3])
+    for name in ("softmax", "make_batch"):  # pieces without a slot of their own: checked by their exercise
+        if getattr(parts, name):
+            try:
+                run_check(name, getattr(parts, name), own_work=False)
+            except ExerciseError as e:
+                broken[name] = " ".join(line.strip() for line in str(e).splitlines()[:3])
     return PartsCheck(total if isinstance(total, float) else float("inf"), broken, tolerance,
                       total32, tolerance32,
                       "" if isinstance(total, float) else f"it {_clause(total)}" if total.startswith("raises ")

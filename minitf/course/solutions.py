@@ -50,13 +50,30 @@ def my_causal_mask(T):
     return j > i                  # True where the key is in the query's future
 
 
+def my_softmax(x):
+    z = x - x.amax(-1, keepdim=True)      # the row's largest entry becomes 0: e^z ≤ 1, no overflow
+    e = z.exp()                           # a masked −inf entry gives e^−inf = 0
+    return e / e.sum(-1, keepdim=True)    # each row sums to 1
+
+
 def my_attention(q, k, v, mask):
     d = q.size(-1)
     scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, H, T, T)
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))  # the future gets weight e^-inf = 0
-    weights = torch.softmax(scores, dim=-1)              # each row sums to 1
+    weights = my_softmax(scores)                         # yours, over the keys: each row sums to 1
     return weights @ v, weights
+
+
+def my_multi_head_attention(attn, x, cos, sin):
+    B, T, C = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    q, k, v = attn.qkv(x).split(H * hd, dim=-1)                        # (B, T, H·hd) each
+    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd): one per head
+    q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)          # RoPE on each head's q and k
+    y, weights = my_attention(q, k, v, my_causal_mask(T).to(x.device))  # (B, H, T, hd), (B, H, T, T)
+    y = y.transpose(1, 2).reshape(B, T, H * hd)                        # heads side by side again
+    return attn.out(y), weights                                        # W_O mixes the heads
 
 
 def my_layer_norm(x, weight, bias, eps):
@@ -73,6 +90,24 @@ def my_rms_norm(x, weight, eps):
 def my_feed_forward(x, w_up, b_up, w_down, b_down):
     hidden = torch.relu(x @ w_up.T + b_up)  # (B, T, d_ff); nn.Linear stores W as (out, in)
     return hidden @ w_down.T + b_down        # (B, T, C)
+
+
+def my_swiglu(x, w_up, w_gate, w_down):
+    import torch.nn.functional as F
+    hidden = F.silu(x @ w_up.T) * (x @ w_gate.T)  # (..., d_ff): SiLU on up, times the linear gate
+    return hidden @ w_down.T                       # back to (..., C); the modern block has no biases
+
+
+def my_block(block, h, cos, sin):
+    if block.pre_norm:  # h + f(norm(h)): the stream itself is never normalised
+        a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True)
+        h = h + a
+        h = h + block.ffn(block.norm2(h))      # the FFN reads the stream after attention's addition
+    else:               # post-norm: norm(h + f(h)), each sub-layer with its own norm
+        a, weights = block.attn(h, cos, sin, need_weights=True)
+        h = block.norm1(h + a)
+        h = block.norm2(h + block.ffn(h))
+    return h, weights
 
 
 def my_make_batch(pairs):
@@ -147,9 +182,23 @@ def my_value_rotation(k):
     return A @ inside @ A.T
 
 
+def my_model_forward(model, ids):
+    from minitf.core.rope import rope_angles
+    B, T = ids.shape
+    h = model.embed(ids)                                   # (B, T, C)
+    pos = model.positions(ids)                             # None: 0, 1, 2, …; coupled ids restart at TAB
+    cos, sin = rope_angles(model.blocks[0].attn.inv_freq, T, positions=pos)
+    for block in model.blocks:
+        h, _ = block(h, cos, sin)                          # each block returns (h, weights)
+    if model.final_norm is not None:                       # pre-norm only: the stream, normalised once more
+        h = model.final_norm(h)
+    return model.head(h)                                   # (B, T, 256); tied to embed if the config says so
+
+
 # --- the training core (notebook 08) ---------------------------------------------------------------
 
 def my_output_loss(logits, targets):
+    from minitf.core.tokens import IGNORE               # −100: the positions that are not scored
     keep = targets != IGNORE                            # the output bytes and EOS: what is scored
     logp = torch.log_softmax(logits, dim=-1)            # (B, T, V) log-probabilities
     safe = torch.where(keep, targets, 0)                # any valid index where the target is IGNORE
@@ -157,19 +206,29 @@ def my_output_loss(logits, targets):
     return -(picked * keep).sum() / keep.sum()          # mean over the kept positions only
 
 
+def my_clip_gradients(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]  # a list: a generator is used up once
+    total = torch.stack([g.norm() for g in grads]).norm()       # √(‖g₁‖² + ‖g₂‖² + …): ONE norm
+    if total > max_norm:                                        # only ever scale down
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))                   # in place; + 1e-6 as PyTorch does
+
+
 def my_train_step(model, optimizer, ids, targets, loss_fn, clip=1.0):
     optimizer.zero_grad()                               # .grad would otherwise add up step after step
     loss = loss_fn(model(ids), targets)
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)  # one norm over all the gradients
+    my_clip_gradients(model.parameters(), clip)         # your clipping, from the exercise above
     optimizer.step()                                    # after backward and clipping
     return loss
 
 
 def my_lr_at(step, steps, lr, warmup, min_lr_ratio=0.1):
+    import math
     if step < warmup:
         return lr * (step + 1) / warmup                 # step 0 gets lr/warmup, step warmup−1 gets lr
     progress = (step - warmup) / max(1, steps - warmup)  # 0 → 1 over the steps after the warm-up
+    progress = min(1, progress)                         # past the end: hold the floor
     floor = lr * min_lr_ratio
     return floor + (lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))
 

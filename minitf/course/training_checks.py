@@ -27,6 +27,8 @@ from .feedback import ExerciseError, _describe
 # piece → (the call the training makes, the notebook whose exercise writes it)
 TRAINING_PIECES = {
     "output_loss": ("output_loss(logits, targets) → mean cross-entropy over the output part", "08"),
+    "clip_gradients": ("clip_gradients(parameters, max_norm): one norm over all gradients, scaled "
+                       "down to max_norm when above it", "08"),
     "train_step": ("train_step(model, optimizer, ids, targets, loss_fn, clip) → loss", "08"),
     "lr_at": ("lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate", "08"),
     "adamw": ("adamw(param, grad, m, v, t, lr, betas, eps, weight_decay) → (param, m, v)", "08"),
@@ -197,8 +199,8 @@ def _step_slips(model, ids, targets, clip):
                 "two gradients. Call optimizer.zero_grad() before backward()"))], said),
             _slips("_no_clip", [(run(_step_no_clip), (
                 "yours does not clip the gradient: with a gradient norm above `clip`, "
-                "torch.nn.utils.clip_grad_norm_(model.parameters(), clip) scales it down to `clip` "
-                "before the step"))], said),
+                "my_clip_gradients(model.parameters(), clip) scales it down to `clip` before the "
+                "step"))], said),
             _slips("_step_order", [
                 (run(_step_before_backward), "yours calls optimizer.step() before loss.backward(): "
                                              "each step then uses the gradient of the step before "
@@ -213,12 +215,16 @@ def _step_slips(model, ids, targets, clip):
 SCHEDULES = [(100, 3e-3, 10, 0.1), (20, 1.0, 4, 0.0), (12, 0.5, 1, 0.25)]  # steps, lr, warmup, floor
 
 
+PAST_THE_END = 3  # steps after the cycle the curve is checked on too: the rate holds its floor there
+
+
 def drive_schedule(fn, steps, lr, warmup, min_lr_ratio):
-    """The whole curve: fn(step, …) for every step 0 … steps−1, as one float64 tensor.
+    """The whole curve: fn(step, …) for every step 0 … steps−1 and a few past the end (a run
+    trained on beyond `steps` must stay at the floor), as one float64 tensor.
 
     Each rate must be a Python number: the loop writes it into the optimizer's param groups and the
     history, and a tensor there (torch.cos for math.cos) would pass a comparison of values."""
-    rates = [fn(step, steps, lr, warmup, min_lr_ratio) for step in range(steps)]
+    rates = [fn(step, steps, lr, warmup, min_lr_ratio) for step in range(steps + PAST_THE_END)]
     for step, rate in enumerate(rates):
         if isinstance(rate, torch.Tensor):
             raise ExerciseError(
@@ -231,32 +237,46 @@ def drive_schedule(fn, steps, lr, warmup, min_lr_ratio):
 
 def _schedule_slips(steps, lr, warmup, min_lr_ratio):
     def curve(rate):
-        return torch.tensor([rate(s) for s in range(steps)], dtype=torch.float64)
+        return torch.tensor([rate(s) for s in range(steps + PAST_THE_END)], dtype=torch.float64)
 
-    cosine = lambda progress, floor: lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+    def cosine(hold):  # the cosine part; hold=False: climbing back up past the end, as it did once
+        return lambda progress, floor: lr * (floor + (1 - floor) * 0.5 * (
+            1 + math.cos(math.pi * (min(1, progress) if hold else progress))))
+
+    def either(make, words):  # a slip is named whether or not the floor is also held past the end
+        return [(curve(make(cosine(True))), words), (curve(make(cosine(False))), words)]
+
     after = lambda s: (s - warmup) / max(1, steps - warmup)
     return (_slips("_no_warmup", [
-                (curve(lambda s: cosine(s / steps, min_lr_ratio)), "yours has no warm-up: it starts at the "
-                                                                   "full rate. The first `warmup` steps "
-                                                                   "climb linearly, lr·(step + 1)/warmup"),
-                (curve(lambda s: lr if s < warmup else cosine(after(s), min_lr_ratio)),
-                 "yours holds the full rate during the warm-up: it climbs linearly, lr·(step + 1)/warmup")]),
-            _slips("_cosine_to_zero", [
-                (curve(lambda s: lr * (s + 1) / warmup if s < warmup else cosine(after(s), 0.0)),
-                 "yours decays to 0: the cosine ends at the floor lr·min_lr_ratio, "
-                 "lr·(min_lr_ratio + (1 − min_lr_ratio)·½(1 + cos(π·progress)))")]),
+                *either(lambda cos: lambda s: cos(s / steps, min_lr_ratio),
+                        "yours has no warm-up: it starts at the full rate. The first `warmup` steps "
+                        "climb linearly, lr·(step + 1)/warmup"),
+                *either(lambda cos: lambda s: lr if s < warmup else cos(after(s), min_lr_ratio),
+                        "yours holds the full rate during the warm-up: it climbs linearly, "
+                        "lr·(step + 1)/warmup")]),
+            _slips("_cosine_to_zero", either(
+                lambda cos: lambda s: lr * (s + 1) / warmup if s < warmup else cos(after(s), 0.0),
+                "yours decays to 0: the cosine ends at the floor lr·min_lr_ratio, "
+                "lr·(min_lr_ratio + (1 − min_lr_ratio)·½(1 + cos(π·progress)))")
+                   if min_lr_ratio else []),  # with a floor of 0 this slip is no slip
             _slips("_off_by_one", [
-                (curve(lambda s: lr * s / warmup if s < warmup else cosine(after(s), min_lr_ratio)),
-                 "yours warms up from 0: step 0 gets lr·0/warmup = 0, a wasted step. Step s (0-based) "
-                 "gets lr·(s + 1)/warmup, so the last warm-up step reaches lr"),
+                *either(lambda cos: lambda s: lr * s / warmup if s < warmup else cos(after(s), min_lr_ratio),
+                        "yours warms up from 0: step 0 gets lr·0/warmup = 0, a wasted step. Step s "
+                        "(0-based) gets lr·(s + 1)/warmup, so the last warm-up step reaches lr"),
+                *either(lambda cos: lambda s: lr * (s + 1) / warmup if s < warmup
+                        else cos((s - warmup + 1) / max(1, steps - warmup), min_lr_ratio),
+                        "yours starts the cosine one step late: at step = warmup the progress is 0, "
+                        "(step − warmup)/(steps − warmup)"),
+                *either(lambda cos: lambda s: lr * (s + 1) / warmup if s < warmup
+                        else cos((s - warmup) / max(1, steps - warmup - 1), min_lr_ratio),
+                        "yours divides the progress by steps − warmup − 1: the cosine reaches its "
+                        "floor on the last step. minitf's divides by steps − warmup")]),
+            _slips("_climbs_after_end", [
                 (curve(lambda s: lr * (s + 1) / warmup if s < warmup
-                       else cosine((s - warmup + 1) / max(1, steps - warmup), min_lr_ratio)),
-                 "yours starts the cosine one step late: at step = warmup the progress is 0, "
-                 "(step − warmup)/(steps − warmup)"),
-                (curve(lambda s: lr * (s + 1) / warmup if s < warmup
-                       else cosine((s - warmup) / max(1, steps - warmup - 1), min_lr_ratio)),
-                 "yours divides the progress by steps − warmup − 1: the cosine reaches its floor on the "
-                 "last step. minitf's divides by steps − warmup")]))
+                       else cosine(False)(after(s), min_lr_ratio)),
+                 f"yours climbs back up after the last step: past step {steps - 1} the progress "
+                 "passes 1 and the cosine rises again. Hold the floor there: progress = "
+                 "min(1, (step − warmup)/(steps − warmup))")]))
 
 
 # --- 4 · AdamW from its update rule ----------------------------------------------------------------
@@ -455,3 +475,60 @@ def _loop_slips(model, batches, val, steps, eval_every):
             _slips("_validation_steps", [(run(_loop_validate_at_0), (
                 "yours validates before steps 0, eval_every, …: validate after step + 1 is a multiple "
                 "of eval_every, and record that count as the step"))], said))
+
+
+# --- 6 · gradient clipping as a function --------------------------------------------------------------
+
+def _clip_grads(seed: int, scale: float) -> list:
+    """Three gradients of different sizes (and one parameter without a gradient, None)."""
+    return [_rand(2, 3, seed=seed) * scale, _rand(4, seed=seed + 1) * scale * 0.1, None,
+            _rand(3, 2, seed=seed + 2) * scale * 3]
+
+
+def _clip_cases():
+    """Above the limit (scaled down), below it (left alone), and far above with a small limit."""
+    return [(_clip_grads(0, 1.0), 1.0), (_clip_grads(1, 0.1), 5.0), (_clip_grads(2, 10.0), 0.5)]
+
+
+def drive_clip(fn, grads, max_norm):
+    """The gradients after fn(parameters, max_norm), one flat tensor: fn gets fresh parameters
+    holding copies of `grads` (None: a parameter without a gradient), as a generator, the way
+    model.parameters() hands them over."""
+    params = []
+    for g in grads:
+        p = torch.nn.Parameter(torch.zeros(2, dtype=torch.float64) if g is None else torch.zeros_like(g))
+        p.grad = None if g is None else g.clone()
+        params.append(p)
+    fn((p for p in params), max_norm)
+    after = [p.grad for p in params if p.grad is not None]
+    return torch.cat([g.reshape(-1) for g in after]) if after else None
+
+
+def torch_clip(parameters, max_norm):
+    """PyTorch's clipping: the truth the learner's is compared with."""
+    torch.nn.utils.clip_grad_norm_(parameters, max_norm)
+
+
+def _clip_slips(grads, max_norm):
+    present = [g for g in grads if g is not None]
+    flat = lambda gs: torch.cat([g.reshape(-1) for g in gs])
+    total = torch.sqrt(sum((g ** 2).sum() for g in present))
+    per_tensor = flat([g * min(1.0, max_norm / (float(g.norm()) + 1e-6)) for g in present])
+    always = flat([g * (max_norm / (total + 1e-6)) for g in present])
+    summed = sum(float(g.norm()) for g in present)
+    sum_of_norms = flat([g * min(1.0, max_norm / (summed + 1e-6)) for g in present])
+    return (_slips("_clip_per_tensor", [(per_tensor, (
+                "yours clips each tensor by its own norm: the limit is on ONE norm over all the "
+                "gradients together, √(Σ over every tensor of Σ g²), and every tensor is scaled by "
+                "the same factor"))]),
+            _slips("_clip_below_limit", [(always, (
+                f"yours scales the gradients although their norm ({float(total):.4g}) is below "
+                f"max_norm ({max_norm:g}): clipping only ever scales DOWN, by max_norm / norm when "
+                "the norm is above the limit, and leaves them alone otherwise"))]),
+            _slips("_clip_sum_of_norms", [(sum_of_norms, (
+                "yours adds up the tensors' norms: the total norm is the square root of the sum of "
+                "every squared entry, √(Σ ‖g‖²), not Σ ‖g‖"))]),
+            _slips("_clip_never", [(flat(present), (
+                f"yours leaves the gradients as they were, though their norm ({float(total):.4g}) is "
+                f"above max_norm ({max_norm:g}). If you loop over `parameters` twice, make it a "
+                "list first: model.parameters() is a generator, empty after the first pass"))]))

@@ -65,6 +65,7 @@ def make_optimizer(model, update: Callable, lr: float, weight_decay: float = 0.0
 class TrainingParts:
     """The learner's training functions, one per piece (TRAINING_PIECES); None: minitf's own."""
     output_loss: Callable | None = None
+    clip_gradients: Callable | None = None
     train_step: Callable | None = None
     lr_at: Callable | None = None
     adamw: Callable | None = None
@@ -100,7 +101,10 @@ def usable(parts, broken, fallback: Callable[[str], Callable] = reference):
     origin = dict(parts.origin, **{name: "reference solution (yours is broken: see the check above)"
                                    for name in swap})
     values = {name: getattr(parts, name) for name in parts.given()}
-    return type(parts)(**{**values, **swap}, origin=origin)
+    values.update(swap)
+    if values.get("train_step") and values.get("clip_gradients"):  # your step calls the clipping by name
+        values["train_step"] = my_parts.calling(values["train_step"], my_clip_gradients=values["clip_gradients"])
+    return type(parts)(**values, origin=origin)
 
 
 @dataclass
@@ -117,7 +121,8 @@ class TrainingCheck:
 
     def __str__(self):
         if self.ok:
-            return "✓ your training pieces compute what minitf's do (loss, step, schedule, AdamW, loop)"
+            return ("✓ your training pieces compute what minitf's do (loss, clipping, step, "
+                    "schedule, AdamW, loop)")
         lines = [f"✗ {len(self.broken)} of your training pieces differ from minitf's:"]
         for piece, why in self.broken.items():
             lines.append(f"  broken piece: {piece} — {why}; re-run its check above: "
