@@ -232,6 +232,9 @@ def test_the_package_has_the_four_wings_and_the_doors():
     assert {part_of(m) for m in modules} == {"face", "door", *WINGS}
     for wing in WINGS:
         assert f"minitf.{wing}" in modules, f"minitf/{wing}/__init__.py is missing"
+    # a door may be a package: every module of minitf/cli/ is the command line's door
+    assert {part_of(m) for m in modules if m.startswith("minitf.cli")} == {"door"}
+    assert {"minitf.cli", "minitf.cli.parser", "minitf.cli.train_cmd"} <= set(modules)
 
 
 def test_the_library_and_the_wings_keep_to_their_imports():

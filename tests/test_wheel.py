@@ -30,7 +30,7 @@ from conftest import ROOT
 pytestmark = pytest.mark.slow
 
 WINGS = ("core", "course", "views", "experiments")
-ESSENTIAL = {"minitf/__init__.py", "minitf/cli.py", *(f"minitf/{w}/__init__.py" for w in WINGS),
+ESSENTIAL = {"minitf/__init__.py", "minitf/cli/__init__.py", *(f"minitf/{w}/__init__.py" for w in WINGS),
              "minitf/views/static/explorer.js", "minitf/views/static/explorer.css",
              "minitf/experiments/stored/origami_seed_model.pt"}
 
