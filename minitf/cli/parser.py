@@ -10,7 +10,7 @@ from ..core import recipes
 from ..core.config import PRESETS
 from ..core.data import TASKS
 from ..core.devices import CHOICES as DEVICES
-from ..core.train import DEFAULT_STEPS
+from ..core.train import DEFAULT_STEPS, SCHEDULES
 from .data_cmd import MAX_PAIRS, PROGRESS_FROM
 from .recipe_flags import flag_words, recipe_expanded, recipes_help
 from .run_cmds import MAX_NEW_TEXT
@@ -147,7 +147,7 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--muon-lr", type=float, default=None, help="Muon's peak lr (default --lr)")
     t.add_argument("--embed-lr", type=float, default=1.0, metavar="X",
                    help="the embedding's lr is --lr times this")
-    t.add_argument("--schedule", choices=["cosine", "wsd"], default="cosine",
+    t.add_argument("--schedule", choices=SCHEDULES, default="cosine",
                    help="cosine: warm-up, cosine decay; wsd: warm-up, constant, linear cooldown")
     t.add_argument("--cooldown", type=float, default=0.2,
                    help="with --schedule wsd: the fraction of steps spent decaying")
