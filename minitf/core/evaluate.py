@@ -6,9 +6,9 @@ from collections import defaultdict
 import torch
 import torch.nn.functional as F
 
+from . import generate as generation
 from .data import Pair, make_batch
 from .devices import device_of
-from . import generate as generation
 from .model import evaluating
 from .tokens import EOS, IGNORE, TAB
 
