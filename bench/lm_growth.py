@@ -43,7 +43,7 @@ import minitf  # noqa: E402
 from minitf import origami  # noqa: E402
 from minitf.core.flops import flops_per_token  # noqa: E402
 from minitf.core.model import count_parameters  # noqa: E402
-from minitf.core.train import make_batches, make_optimizer, train_step, wsd_lr  # noqa: E402
+from minitf.core.train import make_batches, make_optimizer, train_step  # noqa: E402
 from lm import TEXT, Clock, val_loss  # noqa: E402
 from store import Store, out_folder  # noqa: E402
 
@@ -57,6 +57,22 @@ LRS = [1.5e-3, 3e-3, 6e-3]      # scratch's peak learning rate is tuned over the
 SEEDS = [0, 1, 2]
 EVAL_WINDOWS = 256
 FRACTIONS = [round(0.05 * i, 4) for i in range(1, 12)] + [round(0.6 + 0.025 * i, 4) for i in range(17)]
+
+
+def wsd_by_budget(progress: float, lr: float, warmup: float = WARMUP, decay: float = DECAY) -> float:
+    """Warm-up, stable, decay (WSD) on the fraction of the compute budget spent, in [0, 1]: linear
+    warm-up to lr over the first `warmup` of it, lr held, then linear down to 0 over the last
+    `decay`. minitf's schedules (minitf.core.train.schedule_for) count steps; a grown model's steps
+    cost more FLOPs as it grows, so this study counts the budget, and a run can change its model
+    during the stable phase and carry on where it was."""
+    if not (0 <= warmup and 0 < decay and warmup + decay <= 1):
+        raise ValueError(f"wsd_by_budget: need 0 <= warmup, 0 < decay and warmup + decay <= 1, "
+                         f"got {warmup}, {decay}")
+    if progress < warmup:
+        return lr * progress / warmup
+    if progress > 1 - decay:
+        return lr * max(0.0, 1 - progress) / decay
+    return lr
 
 # name → how the arm trains: the small config (none for scratch), the growth, when, and the schedule
 ARMS = {
@@ -148,7 +164,7 @@ def run(name: str, arm: dict, seed: int, lr: float, steps: int, text, fractions,
             model.train()
         cost = tokens_per_step * flops_per_token(model, CONTEXT)
         progress = (spent + cost / 2) / budget  # the middle of this step
-        rate = wsd_lr(progress, lr, WARMUP, DECAY)
+        rate = wsd_by_budget(progress, lr, WARMUP, DECAY)
         if arm.get("rewarm") and growth is not None:
             rate *= min(1.0, (progress - growth["fraction"]) / WARMUP)
         for group in opt.param_groups:

@@ -287,7 +287,7 @@ def test_data_make_streams_the_same_pairs_and_shows_progress(tmp_path, capsys, m
     assert main(["data", "make", "--task", "shift", "--n", "450", "--seed", "0", "--out", str(out)]) == 0
     assert out.read_bytes() == open("data/train.txt", "rb").read()  # byte for byte the shipped file
     capsys.readouterr()
-    monkeypatch.setattr(cli, "PROGRESS_FROM", 100)
+    monkeypatch.setattr(cli.data_cmd, "PROGRESS_FROM", 100)
     assert main(["data", "make", "--n", "300", "--out", str(tmp_path / "p.txt")]) == 0
     assert "data make" in capsys.readouterr().err  # the progress bar
     assert main(["data", "make", "--n", "300", "--no-progress", "--out", str(tmp_path / "q.txt"),

@@ -11,25 +11,23 @@ from minitf.course import parts, solutions
 from minitf.views.sampling_view import sample_output
 
 
-def learners_model(**changes):
+def learners_model(attention=solutions.my_attention, **changes):
     """A model assembled from the reference solutions, as notebook 08 builds a learner's."""
     torch.manual_seed(0)
     pieces = {name: getattr(solutions, f"my_{name}") for name in
-              ("embed", "apply_rope", "causal_mask", "attention", "layer_norm", "feed_forward")}
-    return parts.assemble(minitf.Config(max_len=24, **changes), **pieces).double().eval()
+              ("embed", "apply_rope", "causal_mask", "layer_norm", "feed_forward")}
+    return parts.assemble(minitf.Config(max_len=24, **changes), attention=attention,
+                          **pieces).double().eval()
 
 
 @pytest.mark.parametrize("changes", [dict(), dict(norm_position="pre"), dict(position_ids="coupled")])
 def test_the_cache_runs_a_learners_own_attention_and_gives_the_uncached_logits(changes):
-    model = learners_model(**changes)
     seen = []  # (queries, keys) of every call to the learner's attention
 
     def spy(q, k, v, mask):
         seen.append((q.size(-2), k.size(-2)))
         return solutions.my_attention(q, k, v, mask)
-    for block in model.blocks:
-        block.attn.parts = parts.Parts(**{**{n: getattr(block.attn.parts, n)
-                                             for n in block.attn.parts.given()}, "attention": spy})
+    model = learners_model(attention=spy, **changes)
     prompt = list(b"ab\tc")
     new, cached = gen.continue_ids(model, prompt, 12, lambda logits: logits.argmax())
     assert (1, len(prompt) + 1) in seen, "one new query against the cached keys: the cache was used"

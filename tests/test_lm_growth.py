@@ -13,7 +13,7 @@ import minitf
 from minitf import origami
 from minitf.core.flops import flops_per_token, non_embedding_parameters
 from minitf.core.text import random_windows
-from minitf.core.train import lr_at, make_optimizer, train_step, wsd_lr
+from minitf.core.train import make_optimizer, train_step
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0,
@@ -44,17 +44,16 @@ def test_flops_per_token_of_the_language_model_and_its_small_stages():
         flops_per_token(lm, 65)
 
 
-def test_wsd_schedule():
-    assert wsd_lr(0.0, 1.0, 0.1, 0.2) == 0.0
-    assert wsd_lr(0.05, 1.0, 0.1, 0.2) == pytest.approx(0.5)
-    assert wsd_lr(0.1, 1.0, 0.1, 0.2) == wsd_lr(0.5, 1.0, 0.1, 0.2) == wsd_lr(0.8, 1.0, 0.1, 0.2) == 1.0
-    assert wsd_lr(0.9, 2.0, 0.1, 0.2) == pytest.approx(1.0)
-    assert wsd_lr(1.0, 1.0, 0.1, 0.2) == 0.0
-    with pytest.raises(ValueError):
-        wsd_lr(0.5, 1.0, 0.9, 0.2)
-    # train()'s schedule is untouched: warm-up then cosine to 10 %
-    assert lr_at(0, 100, 1.0, 10) == pytest.approx(0.1)
-    assert lr_at(99, 100, 1.0, 10) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 89 / 90)))
+def test_the_budget_wsd_schedule_of_the_growth_study():
+    wsd_by_budget = _bench().wsd_by_budget
+    assert wsd_by_budget(0.0, 1.0, 0.1, 0.2) == 0.0
+    assert wsd_by_budget(0.05, 1.0, 0.1, 0.2) == pytest.approx(0.5)
+    assert wsd_by_budget(0.1, 1.0, 0.1, 0.2) == wsd_by_budget(0.5, 1.0, 0.1, 0.2) \
+        == wsd_by_budget(0.8, 1.0, 0.1, 0.2) == 1.0
+    assert wsd_by_budget(0.9, 2.0, 0.1, 0.2) == pytest.approx(1.0)
+    assert wsd_by_budget(1.0, 1.0, 0.1, 0.2) == 0.0
+    with pytest.raises(ValueError, match="warmup \\+ decay <= 1"):
+        wsd_by_budget(0.5, 1.0, 0.9, 0.2)
 
 
 def _trained(config=SMALL, steps=4, seed=0):

@@ -151,7 +151,7 @@ def interrupt_after(n, monkeypatch):
         show.count = 0
         return real(*a, on_byte=show, **kw)
 
-    monkeypatch.setattr(cli, "generate_text", interrupted)
+    monkeypatch.setattr(cli.run_cmds, "generate_text", interrupted)
 
 
 def test_ctrl_c_during_generate_keeps_what_was_printed(monkeypatch, capsys):
@@ -169,19 +169,20 @@ def raise_ctrl_c(*args, **kwargs):
 
 
 @pytest.mark.parametrize("where, argv", [
-    ("cmd_info", ["info", S]),
-    ("make_splits", ["train", "--steps", "3", "--out", "{tmp}/m.pt"]),  # making the pairs
-    ("read_text", ["train", "--text", "data/text/tinyshakespeare.txt", "--out", "{tmp}/m.pt"]),
+    ("run_cmds.cmd_info", ["info", S]),
+    ("settings.make_splits", ["train", "--steps", "3", "--out", "{tmp}/m.pt"]),  # making the pairs
+    ("train_cmd.read_text",
+     ["train", "--text", "data/text/tinyshakespeare.txt", "--out", "{tmp}/m.pt"]),
 ], ids=["info", "train making its pairs", "train reading its text"])
 def test_ctrl_c_anywhere_is_one_line_and_exit_130(where, argv, monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(cli, where, raise_ctrl_c)
+    monkeypatch.setattr(f"minitf.cli.{where}", raise_ctrl_c)
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 130
     assert capsys.readouterr().err == "minitf: interrupted (Ctrl-C)\n"
     assert not (tmp_path / "m.pt").exists()
 
 
 def test_ctrl_c_during_data_make_writes_no_file(monkeypatch, tmp_path, capsys):
-    real = cli.iter_pairs
+    real = cli.data_cmd.iter_pairs
 
     def drawn_then_interrupted(*a, **kw):
         pairs = real(*a, **kw)
@@ -190,7 +191,7 @@ def test_ctrl_c_during_data_make_writes_no_file(monkeypatch, tmp_path, capsys):
                 raise KeyboardInterrupt
             yield pair
 
-    monkeypatch.setattr(cli, "iter_pairs", drawn_then_interrupted)
+    monkeypatch.setattr(cli.data_cmd, "iter_pairs", drawn_then_interrupted)
     out = tmp_path / "p.txt"
     assert main(["data", "make", "--n", "1000", "--out", str(out)]) == 130
     assert capsys.readouterr().err == (f"minitf: interrupted (Ctrl-C); {out} was not written (a "

@@ -172,8 +172,8 @@ def test_04s_swiglu_sentence_is_14s_stored_modern_preset_arm():
     assert "SwiGLU with d_ff 170 for its ReLU FFN's 256" in text
     from minitf.core import recipes
 
-    lm_fast = recipes.get("lm-fast").flags
-    assert "--d-ff 256" in lm_fast and "--activation" not in lm_fast  # the recipe's FFN is ReLU's
+    lm_fast = recipes.get("lm-fast").values
+    assert lm_fast["d_ff"] == 256 and "activation" not in lm_fast  # the recipe's FFN is ReLU's
     assert abs(fast.arm(name).params / fast.arm("lm-fast").params - 1) < 0.02
     # "SwiGLU alone was not measured": no arm changes the FFN alone
     assert not [a.name for a in fast.arms if "SwiGLU" in a.name and a.name != name]

@@ -90,12 +90,12 @@ def test_plot_reads_at_its_size_with_one_baseline_line_and_no_empty_slot(ladder)
 
 @pytest.mark.slow
 def test_the_ladder_script_runs_and_writes_what_the_loader_reads(tmp_path):
-    out = tmp_path / "ladder.json"
+    # --out is the folder that receives ablation.json and ablation.md (bench/store.py)
     subprocess.run([sys.executable, str(ROOT / "bench" / "ablation.py"), "--quick", "--tasks", "copy",
-                    "--variants", "base", "no FFN", "--out", str(out)], check=True, capture_output=True)
-    quick = load_ablation(out)
+                    "--variants", "base", "no FFN", "--out", str(tmp_path)], check=True, capture_output=True)
+    quick = load_ablation(tmp_path / "ablation.json")
     assert [r.variant for r in quick.rows if r.rung == "FFN"] == ["base", "no FFN"]
-    assert (tmp_path / "ladder.md").read_text().startswith("# The ablation ladder")
+    assert (tmp_path / "ablation.md").read_text().startswith("# The ablation ladder")
 
 
 # --- claims the notebooks make about the ladder ------------------------------------------------------

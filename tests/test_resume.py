@@ -161,7 +161,7 @@ def test_cli_out_is_checked_before_training(case, tmp_path, capsys, monkeypatch)
         if os.geteuid() == 0:  # root writes anywhere: stand in for a folder it may not write in
             def refused(*args, **kwargs):
                 raise PermissionError(13, "Permission denied")
-            monkeypatch.setattr("minitf.cli.tempfile.TemporaryFile", refused)
+            monkeypatch.setattr("minitf.cli.checks.tempfile.TemporaryFile", refused)
         else:
             (tmp_path / "locked").chmod(0o500)
     force = ["--force"] if case == "folder-forced" else []

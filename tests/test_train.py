@@ -1,12 +1,14 @@
 """Training, evaluation, generation."""
 
+import math
+
 import pytest
 import torch
 
 import minitf
 from minitf import Config, Pair, Transformer, evaluate, generate, make_pairs, train
 from minitf.core.tokens import EOS, TAB
-from minitf.core.train import lr_at
+from minitf.core.train import lr_at, schedule_for, wsd_at
 
 
 def test_schedule_warms_up_then_decays_by_cosine():
@@ -108,3 +110,22 @@ def test_stop_when_ends_training_at_the_first_validation_that_satisfies_it():
                            progress=False, stop_when=lambda m: seen.append(m["step"]) or m["step"] >= 20)
     assert seen == [10, 20] and len(history.loss) == 20 and history.val[-1]["step"] == 20
     assert not model.training  # left in eval mode like a full run
+
+
+def test_both_schedules_take_the_same_arguments_with_warmup_in_steps():
+    # the cosine the course teaches, to its last step (moved here from the growth study's test)
+    assert lr_at(99, 100, 1.0, 10) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 89 / 90)))
+    cosine, wsd = schedule_for("cosine", min_lr_ratio=0.2), schedule_for("wsd", cooldown=0.3)
+    for rate in (cosine, wsd):  # rate(step, steps, lr, warmup): the same warm-up, step by step
+        assert [rate(s, 100, 2.0, 10) for s in range(10)] == [2.0 * (s + 1) / 10 for s in range(10)]
+    # the very floats of the schedules themselves: train steps at the rates it always did
+    assert [cosine(s, 100, 2.0, 10) for s in range(100)] == [lr_at(s, 100, 2.0, 10, 0.2) for s in range(100)]
+    assert [wsd(s, 100, 2.0, 10) for s in range(100)] == [wsd_at(s, 100, 2.0, 10, 0.3) for s in range(100)]
+    assert cosine(99, 100, 2.0, 10) > 2.0 * 0.2 and wsd(99, 100, 2.0, 10) == pytest.approx(2.0 / 30)
+    with pytest.raises(ValueError, match="schedule must be one of cosine, wsd, got 'linear'"):
+        schedule_for("linear")
+    with pytest.raises(ValueError, match=r"cooldown .* in \(0, 1\], got 0"):
+        schedule_for("wsd", cooldown=0)
+    with pytest.raises(ValueError, match="got 'linear'"):  # refused before any step is trained
+        train(Transformer(Config(d_model=8, n_heads=2)), make_pairs("copy", 8, seed=0, max_len=2),
+              steps=1, schedule="linear", progress=False)

@@ -30,7 +30,7 @@ from conftest import ROOT
 pytestmark = pytest.mark.slow
 
 WINGS = ("core", "course", "views", "experiments")
-ESSENTIAL = {"minitf/__init__.py", "minitf/cli.py", *(f"minitf/{w}/__init__.py" for w in WINGS),
+ESSENTIAL = {"minitf/__init__.py", "minitf/cli/__init__.py", *(f"minitf/{w}/__init__.py" for w in WINGS),
              "minitf/views/static/explorer.js", "minitf/views/static/explorer.css",
              "minitf/experiments/stored/origami_seed_model.pt"}
 
@@ -166,10 +166,11 @@ def test_minitf_comes_from_the_install_and_the_repository_is_not_importable(inst
 def test_every_stored_result_loads_from_the_install(installed):
     loaded = installed["report"]["loaded"]
     assert set(loaded) == loaders()
-    assert {"minitf.experiments.results.load_ablation", "minitf.experiments.results.load_growth",
-            "minitf.experiments.results.load_recipe_growth", "minitf.experiments.results.load_lm_growth",
+    assert {"minitf.experiments.ablation.load_ablation", "minitf.experiments.origami_growth.load_growth",
+            "minitf.experiments.origami_growth.load_recipe_growth",
+            "minitf.experiments.lm_growth.load_lm_growth",
             "minitf.experiments.smallest.load_tiny_sweep"} <= set(loaded)
-    start = loaded["minitf.experiments.results.load_growth"]["start_model"]
+    start = loaded["minitf.experiments.origami_growth.load_growth"]["start_model"]
     assert under(start["path"], installed["site"]) and start["parameters"] > 0
     assert all(seen["text"] > 0 for seen in loaded.values())
 

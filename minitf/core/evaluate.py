@@ -6,9 +6,9 @@ from collections import defaultdict
 import torch
 import torch.nn.functional as F
 
+from . import generate as generation
 from .data import Pair, make_batch
 from .devices import device_of
-from .generate import generate_ids
 from .model import evaluating
 from .tokens import EOS, IGNORE, TAB
 
@@ -27,7 +27,9 @@ def greedy_outputs(model, inputs: list[bytes], max_new_tokens: int) -> list[byte
     outs: list[bytes | None] = [None] * len(inputs)
     for n, rows in by_len.items():
         prompts = torch.tensor([[*inputs[i], TAB] for i in rows], device=device_of(model))
-        seq = generate_ids(model, prompts, max_new_tokens)
+        # the loop generate runs (no cache, up to EOS), greedy, a batch of one length at a time
+        seq, _ = generation.generation_loop(model, prompts, max_new_tokens, generation.picker(),
+                                            cache=False, until_eos=True)
         for i, row in zip(rows, seq[:, n + 1:].tolist()):
             outs[i] = bytes(row[:row.index(EOS)]) if EOS in row else None
     return outs

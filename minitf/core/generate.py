@@ -1,10 +1,12 @@
 """Generation: pick the next byte from the model's logits, append it, repeat.
 
-Pairs: feed `input TAB`, then append one predicted byte at a time until EOS (`generate`).
-Text: continue a prompt for a number of bytes, reading only the new byte each step through a
-KV cache (`generate_text`). Both, and the sampling widgets, run one loop (`generation_loop`) and
-pick bytes one way (`picker`: greedy, or a draw from `next_byte_probs` with temperature, top-k,
-top-p), under one rule for those settings on every path (`check_sampling`).
+The core is one loop and one sampler. `generation_loop` grows a batch of sequences, a byte per
+step, through a KV cache or not, up to EOS (pairs) or for a number of bytes (text); `picker`
+makes the function it picks each byte with: greedy, or a draw from `next_byte_probs`
+(temperature, top-k, top-p), under one rule for those settings (`check_sampling`). Around them,
+thin wrappers: `generate` (a pairs model's output for `text TAB`), `generate_text` (a language
+model's continuation of a prompt, shown as it is made if asked) and `continue_ids` (one row of the
+loop, for the widgets and notebook 09's cache comparison).
 """
 from __future__ import annotations
 
@@ -70,7 +72,7 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None = None) -> tor
 
 
 # How check_sampling names the settings in its messages: the Python parameters by default; the
-# command line passes its flags (minitf.cli.SAMPLING_FLAGS) so that its messages name those.
+# command line passes its flags (minitf.cli.run_cmds.SAMPLING_FLAGS) so its messages name those.
 SAMPLING_NAMES = {"temperature": "temperature", "top_k": "top_k", "top_p": "top_p",
                   "greedy": "greedy=True"}
 
@@ -195,13 +197,10 @@ def picker(temperature: float = 0.0, top_k: int | None = None, top_p: float | No
     return pick
 
 
-def generate_ids(model, prompts: torch.Tensor, max_new_tokens: int, temperature: float = 0.0,
-                 top_k: int | None = None, generator: torch.Generator | None = None,
-                 top_p: float | None = None) -> torch.Tensor:
-    """Continue equal-length prompts (B, T0) by up to max_new_tokens each, up to EOS:
-    (B, T0 + new). No cache: outputs are short, and re-reading keeps the numbers of `model(ids)`."""
-    pick = picker(temperature, top_k, top_p, generator)
-    return generation_loop(model, prompts, max_new_tokens, pick, cache=False, until_eos=True)[0]
+def seeded(seed: int | None) -> torch.Generator | None:
+    """The generator a seed stands for (a CPU one: the same draws on every device), or None:
+    torch's global generator."""
+    return None if seed is None else torch.Generator().manual_seed(seed)
 
 
 def new_byte_count(max_new_tokens: int | None, max_new: int | None, default: int) -> int:
@@ -256,9 +255,10 @@ def generate(model, text: bytes | str | list, max_new_tokens: int | None = None,
         return [generate(model, one, max_new_tokens, temperature, top_k, seed, tab, top_p)
                 for one in text]
     prompt = pair_prompt(model, text, tab)
-    gen = torch.Generator().manual_seed(seed) if seed is not None else None
-    prompts = torch.tensor([prompt], device=device_of(model))  # (1, T0)
-    out = generate_ids(model, prompts, max_new_tokens, temperature, top_k, gen, top_p)
+    pick = picker(temperature, top_k, top_p, seeded(seed))
+    # no cache: outputs are short, and re-reading keeps the numbers of `model(ids)`
+    out, _ = generation_loop(model, torch.tensor([prompt], device=device_of(model)),
+                             max_new_tokens, pick, cache=False, until_eos=True)
     new = out[0, len(prompt):].tolist()
     return bytes(new[:new.index(EOS)] if EOS in new else new)
 
@@ -310,16 +310,13 @@ def generate_text(model, prompt: bytes | str | list, max_new_tokens: int | None 
     max_new_tokens = new_byte_count(max_new_tokens, max_new, 200)
     temperature = check_sampling(temperature, top_k, top_p, greedy=greedy,
                                  vocab_size=model.config.vocab_size)
-    greedy = temperature == 0
     for one in prompt if isinstance(prompt, (list, tuple)) else [prompt]:
         text_prompt(one)
     if isinstance(prompt, (list, tuple)):
         return [generate_text(model, one, max_new_tokens, temperature=temperature, top_k=top_k,
                               top_p=top_p, seed=seed, cache=cache, on_byte=on_byte)
                 for one in prompt]
-    gen = torch.Generator().manual_seed(seed) if seed is not None else None
-
-    pick = picker(0.0 if greedy else temperature, top_k, top_p, gen)
+    pick = picker(temperature, top_k, top_p, seeded(seed))
     new, _ = continue_ids(model, text_prompt(prompt), max_new_tokens, pick, cache,
                           on_byte=on_byte)
     return bytes(new)

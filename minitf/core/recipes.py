@@ -2,7 +2,7 @@
 
 A recipe is a set of `train` settings under a name, so a learner types one short command instead of
 fifteen flags. It is data: each setting under its argparse name (`n_train`, not `--n-train`), a
-switch as True; the CLI turns it into flags (minitf.cli.recipe_words). Flags given on the command
+switch as True; the CLI turns it into flags (minitf.cli.recipe_flags). Flags given on the command
 line override the recipe's (`--recipe shift-fast --seed 1` trains the same recipe with another
 seed; a switch a recipe sets, such as tie_embeddings, stays on). The checkpoint records the command
 written out in full (the recipe's flags, then the ones typed), so it reproduces the run even if a

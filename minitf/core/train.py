@@ -6,6 +6,7 @@ besides the weights (the optimizer's moments, the step, the data order, the rand
 the history so far), and `train(..., resume=state)` continues from it, bit for bit on the CPU."""
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -33,21 +34,33 @@ def lr_at(step: int, steps: int, lr: float, warmup: int, min_lr_ratio: float = 0
     return lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def wsd_lr(progress: float, lr: float, warmup: float = 0.05, decay: float = 0.2) -> float:
-    """Warm-up, stable, decay (WSD): linear warm-up to lr over the first `warmup` of training, lr
-    held constant, then linear down to 0 over the last `decay`.
-
-    progress is the fraction of training done, in [0, 1]: of the steps, or of a compute budget when
-    steps differ in cost (a model grown mid-run). The schedule depends only on this fraction, so a
-    run can change its model during the stable phase and carry on where it was.
-    """
-    if not (0 <= warmup and 0 < decay and warmup + decay <= 1):
-        raise ValueError(f"wsd_lr: need 0 <= warmup, 0 < decay and warmup + decay <= 1, got {warmup}, {decay}")
-    if progress < warmup:
-        return lr * progress / warmup
-    if progress > 1 - decay:
-        return lr * max(0.0, 1 - progress) / decay
+def wsd_at(step: int, steps: int, lr: float, warmup: int, cooldown: float = 0.2) -> float:
+    """Learning rate for step (0-based), warm-up, stable, decay (WSD): linear warm-up to lr over
+    `warmup` steps as lr_at, lr held, then linear down over the last `cooldown` fraction of the
+    steps, to lr/n at the last of those n (no step is spent at rate 0; lm_fast.pt trained so)."""
+    n = max(1, round(cooldown * steps))
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    if step >= steps - n:
+        return lr * (steps - step) / n
     return lr
+
+
+SCHEDULES = ("cosine", "wsd")  # train's schedule=, the command line's --schedule
+
+
+def schedule_for(name: str, min_lr_ratio: float = 0.1, cooldown: float = 0.2):
+    """train's schedule by name, as one kind of function: rate(step, steps, lr, warmup), step
+    0-based of `steps`, warmup in steps. "cosine": lr_at, down to lr·min_lr_ratio; "wsd": wsd_at,
+    down over the last `cooldown` fraction of the steps."""
+    if name == "cosine":
+        return functools.partial(lr_at, min_lr_ratio=min_lr_ratio)
+    if name == "wsd":
+        if not 0 < cooldown <= 1:
+            raise ValueError(f"schedule wsd: cooldown is the fraction of the steps spent decaying, "
+                             f"in (0, 1], got {cooldown}")
+        return functools.partial(wsd_at, cooldown=cooldown)
+    raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {name!r}")
 
 
 @dataclass
@@ -87,19 +100,6 @@ def make_optimizer(model, lr: float, weight_decay: float = 0.01) -> torch.optim.
     rest = [p for p in model.parameters() if p.dim() < 2]
     return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
                               {"params": rest, "weight_decay": 0.0}], lr=lr)
-
-
-def wsd_at(step: int, steps: int, lr: float, warmup: int, cooldown: float) -> float:
-    """WSD by steps (train's schedule="wsd"): linear warm-up over `warmup` steps, lr held, then
-    linear down over the last `cooldown` fraction of the steps, to lr/n at the last of those n.
-    wsd_lr is the same shape over a fraction of a compute budget (a run that grows mid-way); this
-    one counts steps like lr_at, so no step is spent at rate 0 (lm_fast.pt was trained with it)."""
-    n = max(1, round(cooldown * steps))
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    if step >= steps - n:
-        return lr * (steps - step) / n
-    return lr
 
 
 class Combined:
@@ -266,14 +266,14 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
     `state()` of a stopped run, with the model holding that run's weights and every other argument
     as before: training goes on from its step as if it had never stopped (on the CPU, bit for bit).
 
-    schedule "cosine" (the default): warm-up then cosine down to lr·min_lr_ratio; "wsd": warm-up,
-    constant, then linear down over the last `cooldown` fraction of the steps (wsd_at). A group
-    with an "lr_scale" (make_lm_optimizer) runs at the rate times it.
+    schedule "cosine" (the default): warm-up then cosine down to lr·min_lr_ratio (lr_at); "wsd":
+    warm-up, constant, then linear down over the last `cooldown` fraction of the steps (wsd_at);
+    both warm up over `warmup` steps (schedule_for). A group with an "lr_scale"
+    (make_lm_optimizer) runs at the rate times it.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
-    if schedule not in ("cosine", "wsd") or not 0 < cooldown <= 1:
-        raise ValueError(f"schedule must be cosine or wsd with 0 < cooldown <= 1, got {schedule!r}, {cooldown}")
+    rate_at = schedule_for(schedule, min_lr_ratio, cooldown)
     torch.manual_seed(seed)  # dropout masks
     gen = torch.Generator().manual_seed(seed)
     device = device_of(model)
@@ -297,8 +297,7 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
                initial=history.step, total=steps)
     for step in bar:
         ids, targets = batches.next()
-        rate = (wsd_at(step, steps, lr, warmup, cooldown) if schedule == "wsd"
-                else lr_at(step, steps, lr, warmup, min_lr_ratio))
+        rate = rate_at(step, steps, lr, warmup)
         for group in opt.param_groups:
             group["lr"] = rate * group["lr_scale"] if "lr_scale" in group else rate
         loss = train_step(model, opt, ids, targets, clip)

@@ -33,7 +33,7 @@ from ..core.origami import widen_weight
 from ..core.rope import apply_rope, position_ids, rope_angles, rope_frequencies
 from ..core.tokens import EOS, PAD, TAB
 from ..core.evaluate import masked_loss
-from ..core.train import lr_at, train, train_step, wsd_lr
+from ..core.train import lr_at, train, train_step, wsd_at
 from . import by_hand
 from .feedback import ExerciseError, check_function, check_property
 from . import training_checks
@@ -679,7 +679,7 @@ EXERCISES.update({ex.name: ex for ex in [
                                 "(step − warmup)/(steps − warmup)",
                  "_climbs_after_end": "past the last step the rate stays at the floor: "
                                       "progress = min(1, (step − warmup)/(steps − warmup))"}},
-             library={lr_at: "minitf.core.train.lr_at", wsd_lr: "minitf.core.train.wsd_lr"},
+             library={lr_at: "minitf.core.train.lr_at", wsd_at: "minitf.core.train.wsd_at"},
              own_work="math.cos, math.pi and arithmetic are fine: minitf's lr_at is the schedule itself"),
     Exercise("adamw", "08", "AdamW from its update rule: moments, bias correction, decoupled decay",
              4, 25, training_checks.torch_adamw_step, training_checks._adamw_cases,

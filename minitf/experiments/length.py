@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .results import RESULTS
+from . import RESULTS
 
 LENGTH_STUDY_JSON = RESULTS / "length_study.json"
 GOAL = 0.99

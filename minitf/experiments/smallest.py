@@ -23,7 +23,7 @@ import torch
 
 from ..core.rope import alias_margin, position_ids
 from ..core.tokens import EOS, TAB, byte_label
-from .results import RESULTS
+from . import RESULTS
 
 TINY_SWEEP_JSON = RESULTS / "tiny_sweep.json"
 GROUP_COLOURS = {"pareto": "#1b9e77", "sequence": "#7570b3", "ablation": "#d95f02"}

@@ -1,0 +1,48 @@
+"""Recipes (core.recipes: `train` settings by argparse name) rendered as command-line flags: for
+`train --help`, and for the full command a `--recipe` run records."""
+from __future__ import annotations
+
+import shlex
+import textwrap
+
+from ..core import recipes
+
+
+def flag_words(values: dict) -> list[str]:
+    """`train` settings by argparse name (a recipe's values) as flags: n_train 10000 → --n-train
+    10000, a switch set True → --tie-embeddings, a list → one flag followed by its values."""
+    words = []
+    for name, value in values.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            words += [flag] if value else []
+        else:
+            words += [flag, *map(str, value if isinstance(value, list) else [value])]
+    return words
+
+
+def recipes_help() -> str:
+    """The recipes as `train --help` lists them: each one's description and its flags."""
+    lines = ["recipes (--recipe NAME; flags given on the command line override the recipe's):"]
+    for r in recipes.RECIPES.values():
+        lines += textwrap.wrap(r.description, 92, initial_indent=f"  {r.name}: ",
+                               subsequent_indent="      ", break_on_hyphens=False)
+        lines += textwrap.wrap(shlex.join(flag_words(r.values)), 92, initial_indent="      = ",
+                               subsequent_indent="        ", break_on_hyphens=False)
+    return "\n".join(lines)
+
+
+def recipe_expanded(name: str, argv: list[str], given: set[str]) -> list[str]:
+    """The `train` words a recipe run stands for: the recipe's flags that were not given on the
+    command line (`given`: their argparse dests), then `argv` (without `--recipe NAME`)."""
+    kept = flag_words({k: v for k, v in recipes.get(name).values.items() if k not in given})
+    rest, skip = [], False
+    for w in argv:
+        option = w.split("=")[0]
+        if skip:
+            skip = False
+        elif len(option) > 4 and "--recipe".startswith(option):  # argparse takes --rec for --recipe
+            skip = "=" not in w
+        else:
+            rest.append(w)
+    return kept + rest
