@@ -158,6 +158,18 @@ def test_selector_redraws_when_a_control_changes():
     assert sel.drawn == (0, 1, 1)
 
 
+def test_selector_sliders_keep_a_usable_track_in_a_narrow_panel():
+    """JupyterLab squeezed the layer and head sliders of a 950-px panel to tracks of a few pixels:
+    each now has a fixed width (and the same minimum), and the row of controls wraps instead."""
+    sel = heatmaps.AttentionSelector([("shift", small_model(), (b"ab", b"bc"))])
+    for slider in (sel.layer, sel.head):
+        width, least = (int(v.removesuffix("px")) for v in (slider.layout.width, slider.layout.min_width))
+        label = int(slider.style.description_width.removesuffix("px"))
+        assert width == least and width - label - 50 >= 120  # 50 px: the readout beside the track
+    row = sel.widget.children[1]
+    assert sel.layer in row.children and row.layout.flex_flow == "row wrap"
+
+
 def test_selector_starts_where_asked_with_one_drawing():
     model = small_model()
     sel = heatmaps.AttentionSelector([("a", model, (b"ab", b"bc")), ("b", model, (b"xyz", b"yz{"))],

@@ -225,6 +225,7 @@ class AttentionSelector(ShowsPicture):
     """
 
     EXTRA_BYTES = 4  # generation stops this many bytes past the input's length if no ⏎ came
+    SLIDER_PX = 220  # the layer and head sliders' width: 40 px of label, a track of about 130 px, the value
 
     def __init__(self, examples, example: int = 0, layer: int = 0, head: int = 0, size: float = 6.0,
                  off=()):
@@ -238,8 +239,11 @@ class AttentionSelector(ShowsPicture):
         self.example = w.Dropdown(options=options, value=example, description="example", layout=wide)
         self.text = w.Text(value=_text(self.examples[example][2][0]), description="input",
                            continuous_update=False)
-        self.layer = w.IntSlider(value=0, min=0, max=0, description="layer")
-        self.head = w.IntSlider(value=0, min=0, max=0, description="head")
+        # a slider without a width of its own is squeezed by its row to a track of a few pixels
+        slider = dict(layout=w.Layout(width=f"{self.SLIDER_PX}px", min_width=f"{self.SLIDER_PX}px"),
+                      style={"description_width": "40px"})
+        self.layer = w.IntSlider(value=0, min=0, max=0, description="layer", **slider)
+        self.head = w.IntSlider(value=0, min=0, max=0, description="head", **slider)
         self.switch_off = w.Checkbox(value=False, description="switch off this head", indent=False)
         self.switch_off.add_class("mtf-ablate")
         self.output = w.HTML()
@@ -256,7 +260,9 @@ class AttentionSelector(ShowsPicture):
             control.observe(self._on_head, names="value")
         self.text.observe(lambda change: self._settling or self.redraw(), names="value")
         self.switch_off.observe(self._on_switch, names="value")
-        self.widget = w.VBox([self.example, w.HBox([self.text, self.layer, self.head, self.switch_off]),
+        controls = w.HBox([self.text, self.layer, self.head, self.switch_off],
+                          layout=w.Layout(flex_flow="row wrap"))  # a narrow panel wraps, never squeezes
+        self.widget = w.VBox([self.example, controls,
                               self.output, self.out])
         self.redraw()
 
