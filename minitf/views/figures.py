@@ -355,5 +355,5 @@ def plot_copied_layer(W, x, k: int = 2):
     ax.axhline(0, color="grey", lw=1)
     ax.set_ylabel("output value", fontsize=9)
     ax.margins(y=0.2)
-    ax.legend(fontsize=9, loc="upper left")
+    fig.legend(fontsize=9, loc="outside upper center", ncol=2)  # above the bars, never over them
     return fig
