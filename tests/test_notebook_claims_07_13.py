@@ -274,8 +274,9 @@ def test_07_exact_copies_never_part_and_the_noisy_split_parts_steadily():
     copies start identical too … and part steadily"."""
     import re
     text = printed_07("def widened(noise):")
-    exact, noisy = ([int(x) for x in re.findall(r"(\d+)%", line)] for line in text.splitlines()[:2])
-    assert text.splitlines()[0].startswith("noise 0.0") and text.splitlines()[0].endswith("(largest gap 0)")
+    lines = text.splitlines()[1:3]
+    exact, noisy = ([int(x) for x in re.findall(r"(\d+)%", line)] for line in lines)
+    assert lines[0].startswith("  noise 0.0") and lines[0].endswith("(largest gap 0)")
     assert exact == [0] * 6
     assert noisy[0] == 0 and noisy[-1] >= 3 and all(b >= a for a, b in zip(noisy, noisy[1:]))
     assert "With exact copies the gap is exactly zero at every step" in markdown("07_origami_expansion.ipynb")
