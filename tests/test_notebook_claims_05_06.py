@@ -191,7 +191,8 @@ def test_06_the_vote_of_layer_1_on_hello_and_hello_hello():
     text = printed_06('twice, _ = heatmaps.attention_weights(uniform')
     lines = text.splitlines()
     hello, twice = ([tuple(map(float, m)) for m in re.findall(r"1\.\d (\d\.\d\d)/(\d\.\d\d)", line)]
-                    for line in lines[:2])
+                    for line in lines[1:3])
+    assert len(hello) == len(twice) == 4
     assert all(o > l for l, o in hello)                                          # all four lean to the o
     assert all(o > l for l, o in twice[:2]) and all(l > o for l, o in twice[2:])  # 1.2 and 1.3 to the l
     assert "all heads            Hello → Ifmp    Hello Hello → Ifmmp!Ifmmp" in text
