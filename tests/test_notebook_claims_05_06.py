@@ -270,8 +270,8 @@ def test_05_watch_it_learn_with_the_usual_ids_finds_no_source():
     assert all(0.1 < m < 0.3 for m in view.mass[-1][0].tolist())
 
 
-# ---- 05's repeated and doubled bytes, 06's causal claims (the zero/mean ablations and the patch
-# are asserted in 06's cells; these hold the sentences around them)
+# ---- 05's repeated and doubled bytes, 06's Try-this and the last layer's input rows (06's ablations
+# and patches are held above, against what its cells printed)
 
 def doubled(text) -> bool:
     return any(a == b for a, b in zip(text, text[1:]))
