@@ -163,6 +163,29 @@ def test_06_zeroed_against_mean_as_the_reveal_and_caveats_say():
     assert all(rows["shift"][h] == table[h][0] and rows["reverse"][h] == table[h][2] for h in table)
 
 
+def test_06_the_ablation_claims_hold_recomputed_on_this_cpu():
+    """06's ablation cells are nbval-ignore-output (one pair of 40 may flip between CPUs): the same
+    claims, recomputed here rather than read from the stored run."""
+    from minitf.course.head_census import teacher_forced_exact_match as exact
+    models, held_out = heatmaps.load_task_models(("shift", "reverse"), n_val=40, folder="data/checkpoints")
+    zeroed, mean = {}, {}
+    for task, model in models.items():
+        ids, targets = minitf.make_batch(held_out[task])
+        for l in range(2):
+            for h in range(4):
+                zeroed[task, l, h] = exact(minitf.ablate_heads(model, [(l, h)]), held_out[task])
+                mean[task, l, h] = exact(minitf.mean_ablate_heads(model, [(l, h)], ids, targets != minitf.IGNORE),
+                                         held_out[task])
+    assert zeroed["shift", 0, 2] == 0 and 0.2 <= zeroed["shift", 1, 1] <= 0.45
+    assert all(zeroed["shift", 1, h] > 0.5 for h in (0, 2, 3))
+    assert zeroed["reverse", 1, 0] == zeroed["reverse", 0, 1] == 0
+    assert max(mean["reverse", 0, 1], mean["shift", 0, 2]) < 0.1 and 0.4 <= mean["reverse", 1, 0] <= 0.65
+    scores = heatmaps.head_scores(models["shift"], held_out["shift"], "shift")
+    assert scores[1].min() > 0.9 and scores[0].max() < 0.2
+    scores = heatmaps.head_scores(models["reverse"], held_out["reverse"], "reverse")
+    assert scores[1, 3] == scores[1].max() > 0.8 and scores[1, 0] < 0.3 and scores[0].max() < 0.2
+
+
 def test_06_the_shortcut_model_looks_at_the_o_the_fixed_one_at_the_l():
     text = printed_06('uniform = minitf.load("../data/checkpoints/shift_uniform.pt")')
     import re
