@@ -139,3 +139,15 @@ def test_the_missing_half_figure_labels_do_not_collide():
     assert len(boxes) == 6
     for a, b in zip(boxes, boxes[1:]):
         assert a.x1 + 2 < b.x0, (a, b)  # at least 2 px of space between neighbours
+
+
+def test_copied_layer_draws_w_x_and_the_plain_copies_output_with_a_key():
+    """07's predict figure: the grid of plain copies (no 1/k) applied to k copies of x gives k·W x."""
+    import torch
+    W = torch.tensor([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]])
+    x = torch.tensor([1.0, 2.0, -1.0])
+    for k in (2, 3):
+        fig = figures.plot_copied_layer(W, x, k=k)
+        heights = [p.get_height() for p in fig.axes[0].patches]
+        assert heights == pytest.approx((W @ x).tolist() + (k * W @ x).tolist() * k)
+        assert len(fig.legends) == 1 and len(fig.legends[0].get_texts()) == 2

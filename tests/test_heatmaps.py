@@ -158,6 +158,18 @@ def test_selector_redraws_when_a_control_changes():
     assert sel.drawn == (0, 1, 1)
 
 
+def test_selector_sliders_keep_a_usable_track_in_a_narrow_panel():
+    """JupyterLab squeezed the layer and head sliders of a 950-px panel to tracks of a few pixels:
+    each now has a fixed width (and the same minimum), and the row of controls wraps instead."""
+    sel = heatmaps.AttentionSelector([("shift", small_model(), (b"ab", b"bc"))])
+    for slider in (sel.layer, sel.head):
+        width, least = (int(v.removesuffix("px")) for v in (slider.layout.width, slider.layout.min_width))
+        label = int(slider.style.description_width.removesuffix("px"))
+        assert width == least and width - label - 50 >= 120  # 50 px: the readout beside the track
+    row = sel.widget.children[1]
+    assert sel.layer in row.children and row.layout.flex_flow == "row wrap"
+
+
 def test_selector_starts_where_asked_with_one_drawing():
     model = small_model()
     sel = heatmaps.AttentionSelector([("a", model, (b"ab", b"bc")), ("b", model, (b"xyz", b"yz{"))],
@@ -249,3 +261,35 @@ def test_plot_ablation_draws_each_heads_exact_match_with_a_key_per_layer():
         heights = [round(p.get_height(), 6) for p in ax.patches]
         assert heights == [round(100 * exact[task, l, h], 6) for l in range(2) for h in range(4)]
     assert [t.get_text() for t in axes[-1].get_legend().get_texts()] == ["a head of layer 0", "a head of layer 1"]
+
+
+def test_load_task_models_gives_held_out_pairs_the_run_never_trained_on():
+    models, held_out = heatmaps.load_task_models(("shift", "reverse"), n_val=12, folder="data/checkpoints")
+    assert set(models) == set(held_out) == {"shift", "reverse"}
+    for task, model in models.items():
+        train, val = minitf.checkpoint_pairs(model, n_val=12)
+        assert held_out[task] == val and len(val) == 12
+        assert not {p.input for p in val} & {p.input for p in train}
+        assert all(p.output == minitf.TASKS[task](p.input) for p in val)
+
+
+def test_mean_ablated_takes_the_mean_over_the_output_rows_of_the_runs_held_out_pairs():
+    model = minitf.load("data/checkpoints/shift_uniform.pt")
+    ids, targets = minitf.make_batch(minitf.checkpoint_pairs(model, n_val=20)[1])
+    expected = minitf.mean_ablate_heads(model, [(1, 2)], ids, targets != minitf.IGNORE)
+    got = heatmaps.mean_ablated(model, [(1, 2)], n_val=20)
+    probe = heatmaps.model_input(("Hello", "Ifmmp"))
+    with torch.no_grad():
+        torch.testing.assert_close(got(probe), expected(probe))
+        assert not torch.equal(got(probe), model(probe))   # the head's output did change
+
+
+def test_zero_against_mean_draws_both_bars_of_every_head_with_a_key():
+    zeroed = {(t, l, h): 0.25 * h for t in ("shift", "reverse") for l in range(2) for h in range(4)}
+    mean = {k: 1 - v for k, v in zeroed.items()}
+    fig = heatmaps.plot_zero_against_mean(zeroed, mean)
+    ax = fig.axes[0]
+    heights = sorted(round(p.get_height(), 6) for p in ax.patches)
+    assert len(ax.patches) == 16 and heights == sorted(round(100 * v, 6) for d in (zeroed, mean)
+                                                       for (t, _, _), v in d.items() if t == "shift")
+    assert [t.get_text() for t in fig.axes[1].get_legend().get_texts()] == ["zeroed", "replaced by its mean"]

@@ -33,57 +33,77 @@ def lm_growth():
     return load_lm_growth()
 
 
-def test_07_shift_sentences(section7, growth):
+def test_07_shift_sentence(section7, growth):
+    """"every way of growing the tiny model ×8 in width ended with a higher held-out loss than the big
+    model from scratch"; the five ways and their losses are extra 13's (held in test_13_*)."""
     scratch = growth.arm("from scratch")
     grown = [a for a in growth.arms if a is not scratch]
-    best = min(grown, key=lambda a: a.loss)
-    assert len(grown) == 5 and "the best of five ways to grow" in section7
-    assert f"ends at a held-out loss of {best.loss:.2f} nats, the big model from scratch at {scratch.loss:.2f}" in section7
-    assert all(a.loss > scratch.loss for a in grown)  # "every way of growing ended worse than scratch"
-    assert f"({min(a.loss for a in grown):.2f}–{max(a.loss for a in grown):.2f})" in section7
-    big = json.loads((ROOT / "minitf/experiments/stored/origami_growth.json").read_text())["big_config"]
-    assert (big["n_heads"], big["head_dim"]) == (16, 2) and "sixteen random heads" in section7
-    tiny = minitf.load(GROWTH_START)
-    assert f"got {tiny.metadata['val']['char_accuracy']:.0%} of held-out characters right".replace("%", " %") in section7
+    assert len(grown) == 5 and all(a.loss > scratch.loss for a in grown)
+    assert "every way of growing the tiny model ×8 in width ended with a higher held-out loss" in section7
 
 
-def test_07_recipe_sentence(section7):
-    recipe = load_recipe_growth()
-    grows = [r for r in recipe.runs if r.arm != "from scratch"]
-    ratios = [r.reach["exact match ≥ 99 %"][1] for r in grows]
-    assert f"needed {min(ratios):.2f}–{max(ratios):.2f} of scratch's compute to get 99 %" in section7
-    for seed in recipe.seeds:  # "and ended with a worse loss"
-        scratch = recipe.run("from scratch", seed)
-        assert all(r.final_loss > scratch.final_loss for r in grows if r.seed == seed)
-
-
-def test_07_language_model_sentences(section7, lm_growth):
+def test_07_language_model_sentence(section7, lm_growth):
     best = lm_growth.best()
     lo, hi = best.ratio_range
     assert best.name == "deepen 2→4, τ=0.8" and len(best.ratios) == len(lm_growth.seeds) == 3
     assert "grown from 2 to 4 layers by `deepen` after 0.8 of the budget" in section7
     assert f"with {lo:.2f}–{hi:.2f} of scratch's FLOPs, in each of three seeds: about 10 % saved" in section7
     assert 0.085 < 1 - statistics.mean(best.ratios) < 0.115
+
+
+def test_07_keeps_only_the_answer_and_13_holds_the_research(section7):
+    """07's section 7 is the answer in one figure and two sentences; the growth-vs-scratch research
+    (the arms, the recipe model, published savings) is extra 13's."""
+    assert len(section7[:section7.index("## Recap")].split()) < 200
+    report = markdown("13_growth_report.ipynb")
+    for phrase in ("the best of five ways to grow", "Published savings of", "needed 0.88–1.04 of scratch's compute"):
+        assert phrase not in section7 and phrase in report
+
+
+def test_13_what_it_means_sentences(growth, lm_growth):
+    """The paragraph moved from 07 to 13's summary: the shift arms, the recipe growth, the four arms
+    that beat scratch, the 2-layer model's lead at half the budget, the published range."""
+    text = markdown("13_growth_report.ipynb")
+    text = text[text.index("## Summary"):]
+    scratch = growth.arm("from scratch")
+    grown = [a for a in growth.arms if a is not scratch]
+    best = min(grown, key=lambda a: a.loss)
+    assert f"the best of five ways to grow ends at a held-out loss of {best.loss:.2f} nats, the big model from scratch at {scratch.loss:.2f}" in text
+    assert f"({min(a.loss for a in grown):.2f}–{max(a.loss for a in grown):.2f})" in text
+    tiny = minitf.load(GROWTH_START)
+    assert f"got {tiny.metadata['val']['char_accuracy']:.0%} of held-out characters right".replace("%", " %") in text
+    recipe = load_recipe_growth()
+    grows = [r for r in recipe.runs if r.arm != "from scratch"]
+    ratios = [r.reach["exact match ≥ 99 %"][1] for r in grows]
+    assert f"needed {min(ratios):.2f}–{max(ratios):.2f} of scratch's compute to get 99 %" in text
+    for seed in recipe.seeds:  # "and ended with a worse loss"
+        scratch_run = recipe.run("from scratch", seed)
+        assert all(r.final_loss > scratch_run.final_loss for r in grows if r.seed == seed)
     claimed = [a for a in lm_growth.arms if a.beats_scratch_range]
-    ratios = [x for a in claimed for x in a.ratios]
-    assert len(claimed) == 4 and "The four ways of growing that beat scratch saved" in section7
-    assert f"saved {round(100 * (1 - max(ratios)))} %–{round(100 * (1 - min(ratios)))} %" in section7
-    assert not any(a.goal_met for a in lm_growth.arms) and min(ratios) > 0.85  # "none came near 30 %"
-    # "ahead of scratch at the same compute (1.94 against 2.00 nats at half the budget)"
+    saved = [x for a in claimed for x in a.ratios]
+    assert len(claimed) == 4 and "the four ways of growing that beat scratch saved" in text
+    assert f"saved {round(100 * (1 - max(saved)))} %–{round(100 * (1 - min(saved)))} %" in text
+    assert not any(a.goal_met for a in lm_growth.arms) and min(saved) > 0.85
     two = statistics.mean(lm_growth.arm("deepen 2→4, τ=0.8").loss_at[0.5])
-    scratch = statistics.mean(lm_growth.arm("scratch").loss_at[0.5])
-    assert f"({two:.2f} against {scratch:.2f} nats at half the budget)" in section7 and two < scratch
-    # the takeaway: "9 %–10 % fewer FLOPs in every seed"
-    assert f"{round(100 * (1 - hi))} %–{round(100 * (1 - lo))} % fewer FLOPs in every seed" in section7
+    scratch_lm = statistics.mean(lm_growth.arm("scratch").loss_at[0.5])
+    assert f"({two:.2f} against {scratch_lm:.2f} nats at half the budget, for the 2-layer" in text and two < scratch_lm
 
 
-def test_07_published_range_is_the_one_notebook_12_cites(section7):
+def test_13_published_range_is_the_one_it_cites():
     report = markdown("13_growth_report.ipynb")
     cited = {"saved 22 % of compute": 22, "bert2BERT about 45 %": 45, "LiGO about 40 %": 40,
              "G_stack 54.6 % at 7B": 54.6}
     assert all(phrase in report for phrase in cited)
-    assert f"Published savings of {min(cited.values()):.0f}–{max(cited.values()):.0f} %" in section7
-    assert "models of 10⁸–10¹⁰ parameters" in section7 and "models of 10⁸–10¹⁰ parameters" in report  # 7B < 10¹⁰
+    assert f"Published savings of {min(cited.values()):.0f}–{max(cited.values()):.0f} %" in report
+    assert "models of 10⁸–10¹⁰ parameters" in report  # 7B < 10¹⁰
+
+
+def test_13_says_what_the_x8_growth_measured_not_a_worse_start():
+    """13's section 1 no longer claims the copied heads are "a worse start than sixteen random
+    heads" (never measured at the start); it says what was: every grown arm ended worse."""
+    report = markdown("13_growth_report.ipynb")
+    assert "worse start than sixteen" not in report
+    assert "ended with a higher held-out loss than the same big model started from random weights" in report
 
 
 def test_the_verdict_figure_draws_the_arms_the_text_names(growth, lm_growth):
@@ -206,17 +226,57 @@ def test_12_takeaway_training_needed_the_slow_frequency_and_a_larger_layout():
     assert not study["d8"].solved  # the same larger layout with the usual frequencies does not hold
 
 
-def test_07_counts_flops_as_notebook_13_does():
-    """07's sentence: 6 per parameter but the embedding, and trained byte, plus attention's part."""
+def test_13_counts_flops_as_it_says():
+    """13's sentence: 6 per parameter but the embedding, and trained byte, plus attention's part."""
     from minitf import Config, Transformer
     from minitf.core.flops import flops_per_token, non_embedding_parameters
 
-    assert "6 per\nparameter (the embedding left out) and trained byte, plus attention's" in \
-        "\n".join("".join(c["source"]) for c in json.loads(
-            (ROOT / "notebooks" / "07_origami_expansion.ipynb").read_text())["cells"])
+    assert "so 6 FLOPs per parameter and token" in markdown("13_growth_report.ipynb")
+    assert "The embedding is a table lookup and costs nothing" in markdown("13_growth_report.ipynb")
     config = Config()
     model = Transformer(config)
     weights = 6 * non_embedding_parameters(model)
     assert flops_per_token(model, context=1) > weights  # attention's scores come on top
     assert flops_per_token(model, context=8) - flops_per_token(model, context=4) == \
         6 * config.n_layers * 4 * config.attn_dim  # and grow with the context
+
+
+# --- notebook 07: the sentences held against what the executed notebook printed ----------------------
+
+def printed_07(source_start: str) -> str:
+    """What the code cell of the executed notebook 07 whose source starts so printed."""
+    cells = json.loads((ROOT / "notebooks" / "07_origami_expansion.ipynb").read_text())["cells"]
+    found = [c for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith(source_start)]
+    assert len(found) == 1, f"07: {len(found)} code cells start with {source_start!r}"
+    return "".join("".join(o.get("text", "")) for o in found[0]["outputs"] if o["output_type"] == "stream")
+
+
+def test_07_no_doubling_compounds_and_each_missing_half_does_damage():
+    """Section 3: the stream leaving each block keeps its size (LayerNorm), the scores grow 2–4×, the
+    branches about 4×, the logits up to 2×; each part alone costs loss, all together the most."""
+    import re
+    rows = {}
+    for line in printed_07("exact = widen(tiny, 2, noise=0.0").splitlines()[1:]:
+        sizes = re.search(r"\s(\d+\.\d+(?: / \d+\.\d+)?)\s+\d+\.\d\d$", line)
+        rows[line[:16].strip()] = ([float(x) for x in sizes[1].split(" / ")] if sizes else [],
+                                   float(line.split()[-1]))
+    assert set(rows) == {"none (exact)", "W_Q, W_K", "W_V, W_O", "FFN", "head", "all"}
+    assert all(0.8 < f < 1.1 for f in rows["all"][0])                 # no compounding
+    assert 2 < rows["W_Q, W_K"][0][0] < 4 and 1.5 < rows["head"][0][0] <= 2 and rows["W_V, W_O"][0][0] > 3
+    losses = {name: loss for name, (_, loss) in rows.items()}
+    assert losses["none (exact)"] < min(v for k, v in losses.items() if k != "none (exact)")
+    assert losses["all"] == max(losses.values())
+    assert "Not** in the tiny model" in markdown("07_origami_expansion.ipynb")
+
+
+def test_07_exact_copies_never_part_and_the_noisy_split_parts_steadily():
+    """Section 6: "With exact copies the gap is exactly zero at every step … With the noisy split the
+    copies start identical too … and part steadily"."""
+    import re
+    text = printed_07("def widened(noise):")
+    lines = text.splitlines()[1:3]
+    exact, noisy = ([int(x) for x in re.findall(r"(\d+)%", line)] for line in lines)
+    assert lines[0].startswith("  noise 0.0") and lines[0].endswith("(largest gap 0)")
+    assert exact == [0] * 6
+    assert noisy[0] == 0 and noisy[-1] >= 3 and all(b >= a for a, b in zip(noisy, noisy[1:]))
+    assert "With exact copies the gap is exactly zero at every step" in markdown("07_origami_expansion.ipynb")

@@ -331,3 +331,29 @@ def plot_copy_gaps(watched: dict, every: int = 5):
     ax.set_title("Exact copies stay copies; the noisy split lets them part", fontsize=11)
     ax.legend(fontsize=9)
     return fig
+
+
+def plot_copied_layer(W, x, k: int = 2):
+    """What the recipe of copies does to one layer: W x beside the output of the (k·out, k·in) grid
+    filled with plain copies of W, applied to [x, …, x]. Built here, out of sight, because writing the
+    right grid is notebook 07's exercise. A bar per output entry; a matplotlib Figure."""
+    import torch
+    from matplotlib.figure import Figure
+
+    copies = torch.cat([torch.cat([W] * k, dim=1)] * k, dim=0)
+    small, grown = (W @ x).tolist(), (copies @ torch.cat([x] * k)).tolist()
+    fig = Figure(figsize=(7, 3.2), layout="constrained")
+    ax = fig.subplots()
+    ax.bar(range(len(small)), small, color="tab:blue", label="W x")
+    ax.bar(range(len(small), len(small) + len(grown)), grown, color="tab:orange",
+           label=f"copies of W ({k}×{k} grid) applied to {k} copies of x")
+    for i, v in enumerate(small + grown):
+        ax.annotate(f"{v:g}", (i, v), ha="center", va="bottom" if v >= 0 else "top", fontsize=9)
+    ax.set_xticks(range(len(small) + len(grown)),
+                  [f"W x\nentry {i}" for i in range(len(small))]
+                  + [f"copy {c}\nentry {i}" for c in range(k) for i in range(len(small))], fontsize=9)
+    ax.axhline(0, color="grey", lw=1)
+    ax.set_ylabel("output value", fontsize=9)
+    ax.margins(y=0.2)
+    fig.legend(fontsize=9, loc="outside upper center", ncol=2)  # above the bars, never over them
+    return fig

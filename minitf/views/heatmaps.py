@@ -205,6 +205,53 @@ def plot_ablation(exact: dict, tasks=("shift", "reverse"), n_layers: int = 2, n_
     return fig
 
 
+def load_task_models(tasks=("shift", "copy", "reverse"), n_val: int = 40, folder="../data/checkpoints"):
+    """({task: model}, {task: held-out pairs}): each task's trained checkpoint `<folder>/<task>.pt` and
+    n_val pairs its training run never saw (minitf.checkpoint_pairs), so that a notebook measures
+    heads on unseen inputs without re-deriving the run's splits."""
+    from pathlib import Path
+
+    from ..core.checkpoint import checkpoint_pairs, load
+
+    models = {task: load(Path(folder) / f"{task}.pt") for task in tasks}
+    return models, {task: checkpoint_pairs(model, n_val=n_val)[1] for task, model in models.items()}
+
+
+def mean_ablated(model, heads, n_val: int = 200):
+    """A copy of `model` with each (layer, head) of `heads` replaced by its mean output over the
+    output rows of n_val held-out pairs of the model's own run (minitf.mean_ablate_heads): the rows
+    the head serves, so that only what it reads from this input is lost."""
+    from ..core.checkpoint import checkpoint_pairs
+    from ..core.data import make_batch
+    from ..core.heads import mean_ablate_heads
+    from ..core.tokens import IGNORE
+
+    ids, targets = make_batch(checkpoint_pairs(model, n_val=n_val)[1])
+    return mean_ablate_heads(model, heads, ids, targets != IGNORE)
+
+
+def plot_zero_against_mean(zeroed: dict, mean: dict, tasks=("shift", "reverse"), n_layers: int = 2,
+                           n_heads: int = 4):
+    """Held-out exact match with one head switched off in two ways, zeroed and replaced by its mean:
+    two bars per head, a panel per task (zeroed[(task, layer, head)] in [0, 1], mean likewise)."""
+    from matplotlib.figure import Figure
+
+    heads = [(l, h) for l in range(n_layers) for h in range(n_heads)]
+    fig = Figure(figsize=(9, 3.4), layout="constrained")
+    axes = fig.subplots(1, len(tasks), sharey=True, squeeze=False)[0]
+    for ax, task in zip(axes, tasks):
+        for offset, (name, exact, colour) in zip((-0.2, 0.2), (("zeroed", zeroed, "tab:grey"),
+                                                             ("replaced by its mean", mean, "tab:red"))):
+            ax.bar([i + offset for i in range(len(heads))], [100 * exact[task, l, h] for l, h in heads],
+                   width=0.4, color=colour, label=name)
+        ax.set_xticks(range(len(heads)), [f"{l}.{h}" for l, h in heads], fontsize=9)
+        ax.axhline(100, color="grey", ls=":", lw=1)
+        ax.set(title=task, xlabel="head switched off (layer.head)")
+    axes[0].set_ylabel("held-out exact match (%)")
+    axes[-1].legend(fontsize=9, loc="upper right")
+    return fig
+
+
 def option_label(name: str, pair) -> str:
     """A dropdown entry: the task and the pair in full (TAB and EOS never appear inside a pair)."""
     return f"{name}: {show(pair[0])} → {show(pair[1])}"
@@ -225,6 +272,7 @@ class AttentionSelector(ShowsPicture):
     """
 
     EXTRA_BYTES = 4  # generation stops this many bytes past the input's length if no ⏎ came
+    SLIDER_PX = 220  # the layer and head sliders' width: 40 px of label, a track of about 130 px, the value
 
     def __init__(self, examples, example: int = 0, layer: int = 0, head: int = 0, size: float = 6.0,
                  off=()):
@@ -238,8 +286,11 @@ class AttentionSelector(ShowsPicture):
         self.example = w.Dropdown(options=options, value=example, description="example", layout=wide)
         self.text = w.Text(value=_text(self.examples[example][2][0]), description="input",
                            continuous_update=False)
-        self.layer = w.IntSlider(value=0, min=0, max=0, description="layer")
-        self.head = w.IntSlider(value=0, min=0, max=0, description="head")
+        # a slider without a width of its own is squeezed by its row to a track of a few pixels
+        slider = dict(layout=w.Layout(width=f"{self.SLIDER_PX}px", min_width=f"{self.SLIDER_PX}px"),
+                      style={"description_width": "40px"})
+        self.layer = w.IntSlider(value=0, min=0, max=0, description="layer", **slider)
+        self.head = w.IntSlider(value=0, min=0, max=0, description="head", **slider)
         self.switch_off = w.Checkbox(value=False, description="switch off this head", indent=False)
         self.switch_off.add_class("mtf-ablate")
         self.output = w.HTML()
@@ -256,7 +307,9 @@ class AttentionSelector(ShowsPicture):
             control.observe(self._on_head, names="value")
         self.text.observe(lambda change: self._settling or self.redraw(), names="value")
         self.switch_off.observe(self._on_switch, names="value")
-        self.widget = w.VBox([self.example, w.HBox([self.text, self.layer, self.head, self.switch_off]),
+        controls = w.HBox([self.text, self.layer, self.head, self.switch_off],
+                          layout=w.Layout(flex_flow="row wrap"))  # a narrow panel wraps, never squeezes
+        self.widget = w.VBox([self.example, controls,
                               self.output, self.out])
         self.redraw()
 
