@@ -31,7 +31,7 @@ MAP_ROW = re.compile(r"^\| (\d\d) · [^|]+\|[^|]*\|[^|]*\| (\d+) min \|$", re.MU
 def map_tracks(text):
     """track heading ("main path" / "extras") → {number: stated minutes, …}, and the stated totals."""
     tracks, totals = {}, {}
-    for m in re.finditer(r"\*\*The (main path|extras): about[^*]*\*\* \((\d+) minutes\)(.*?)(?=\*\*The |\Z)", text, re.S):
+    for m in re.finditer(r"\*\*The (main path|extras): about[^*]*\*\* \((\d+) minutes[^)]*\)(.*?)(?=\*\*The |\Z)", text, re.S):
         tracks[m[1]] = {n: int(minutes) for n, minutes in MAP_ROW.findall(m[3])}
         totals[m[1]] = int(m[2])
     return tracks, totals
@@ -60,7 +60,7 @@ def test_the_course_maps_minutes_are_counted_as_it_says():
 
 def test_the_map_states_each_tracks_time_in_hours_and_minutes():
     text = source("00_setup_check.ipynb")
-    for m in re.finditer(r"\*\*The (?:main path|extras): about (\d+) h (\d+) min\*\* \((\d+) minutes\)", text):
+    for m in re.finditer(r"\*\*The (?:main path|extras): about (\d+) h (\d+) min\*\* \((\d+) minutes[^)]*\)", text):
         assert abs(int(m[1]) * 60 + int(m[2]) - int(m[3])) <= 5, m[0]
     assert len(re.findall(r"\*\*The (?:main path|extras): about \d+ h \d+ min\*\*", text)) == 2
 

@@ -93,3 +93,13 @@ def summary(folder: Path = NOTEBOOKS) -> str:
 
 if __name__ == "__main__":  # python -m minitf.course.course_map
     print(summary())
+
+
+# Stored results that only an extra explains (its checkpoint, or the loader of its measurements):
+# a main-path notebook that loads one stands on that extra. A forward pointer in prose is fine.
+EXTRA_ONLY_RESULTS = {
+    "shift_smallest.pt": "11", "load_tiny_sweep": "11",
+    "shift_long_small.pt": "12", "load_length_study": "12",
+    "load_growth": "13", "load_lm_growth": "13", "load_recipe_growth": "13",
+    "lm_fast.pt": "14", "load_lm_envelope": "14", "load_lm_fast": "14",
+}
