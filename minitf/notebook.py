@@ -59,3 +59,12 @@ def setup(seed: int = 0, precision: int = 4, threads: int | None = None) -> None
         ip.display_formatter.formatters["image/png"].for_type(Figure, inline_png)
         matplotlib.rcParams.update({"figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI,
                                     "font.size": 10, "legend.fontsize": 9, "legend.framealpha": 0.9})
+
+
+def check_setup() -> None:
+    """Print whether this set-up computes the stored notebooks' numbers: minitf.doctor's verdict
+    on the package versions and on a forward pass and a training step (notebook 00's first check;
+    `python -m minitf doctor` prints the details)."""
+    from . import doctor
+
+    print(doctor.check().verdict())

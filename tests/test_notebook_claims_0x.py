@@ -11,6 +11,7 @@ import minitf
 from conftest import ROOT
 from minitf import Config, MultiHeadAttention, rope_angles, rope_frequencies
 from minitf.core.train import make_optimizer
+from minitf.course import course_map
 from minitf.course.exercises import EXERCISES
 
 
@@ -24,25 +25,44 @@ def source(name):
 
 # --- 00: the course map -------------------------------------------------------------------------
 
-def reading_minutes(path):
-    """A rough reading time: 200 words of text and 15 lines of code a minute, plus the exercises."""
-    nb = json.loads(path.read_text())
-    words = sum(len("".join(c["source"]).split()) for c in nb["cells"] if c["cell_type"] == "markdown")
-    lines = sum(len("".join(c["source"]).splitlines()) for c in nb["cells"] if c["cell_type"] == "code")
-    number = path.name[:2]
-    exercises = sum(e.minutes for e in EXERCISES.values() if e.notebook == number)
-    return words / 200 + lines / 15 + exercises
+MAP_ROW = re.compile(r"^\| (\d\d) · [^|]+\|[^|]*\|[^|]*\| (\d+) min \|$", re.MULTILINE)
 
 
-def test_the_course_map_lists_every_notebook_with_a_plausible_reading_time():
-    rows = re.findall(r"^\| (\d\d) · [^|]+\|[^|]*\|[^|]*\| (\d+) min \|$", source("00_setup_check.ipynb"),
-                      re.MULTILINE)
-    stated = {number: int(minutes) for number, minutes in rows}
-    assert sorted(stated) == sorted(p.name[:2] for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        estimate = reading_minutes(path)
-        assert abs(stated[path.name[:2]] - estimate) <= max(10, 0.5 * estimate), \
-            f"{path.name}: the map says {stated[path.name[:2]]} min, an estimate gives {estimate:.0f}"
+def map_tracks(text):
+    """track heading ("main path" / "extras") → {number: stated minutes, …}, and the stated totals."""
+    tracks, totals = {}, {}
+    for m in re.finditer(r"\*\*The (main path|extras): about[^*]*\*\* \((\d+) minutes[^)]*\)(.*?)(?=\*\*The |\Z)", text, re.S):
+        tracks[m[1]] = {n: int(minutes) for n, minutes in MAP_ROW.findall(m[3])}
+        totals[m[1]] = int(m[2])
+    return tracks, totals
+
+
+def test_the_course_map_shows_both_tracks_with_every_notebook_in_its_own():
+    tracks, _ = map_tracks(source("00_setup_check.ipynb"))
+    for path in course_map.notebooks():
+        assert path.name[:2] in tracks.get(course_map.track(path.name), {}), \
+            f"00's map does not list {path.name} under the {course_map.track(path.name)}"
+    assert sum(len(rows) for rows in tracks.values()) == len(course_map.notebooks())
+
+
+def test_the_course_maps_minutes_are_counted_as_it_says():
+    """Exercise minutes + prose at 150 words a minute + run time, each notebook within 10 minutes
+    or a third, each track's total the sum of its rows and within a tenth of the count."""
+    tracks, totals = map_tracks(source("00_setup_check.ipynb"))
+    counted = {p.name[:2]: course_map.minutes(p)["total"] for p in course_map.notebooks()}
+    for name, rows in tracks.items():
+        for number, stated in rows.items():
+            assert abs(stated - counted[number]) <= max(10, counted[number] / 3), \
+                f"notebook {number}: the map says {stated} min, the count gives {counted[number]:.0f}"
+        assert totals[name] == sum(rows.values())
+        assert abs(totals[name] - sum(counted[n] for n in rows)) <= 0.1 * totals[name], name
+
+
+def test_the_map_states_each_tracks_time_in_hours_and_minutes():
+    text = source("00_setup_check.ipynb")
+    for m in re.finditer(r"\*\*The (?:main path|extras): about (\d+) h(?: (\d+) min)?\*\* \((\d+) minutes[^)]*\)", text):
+        assert abs(int(m[1]) * 60 + int(m[2] or 0) - int(m[3])) <= 5, m[0]
+    assert len(re.findall(r"\*\*The (?:main path|extras): about \d+ h(?: \d+ min)?\*\*", text)) == 2
 
 
 def test_the_map_names_each_notebooks_exercises():
@@ -55,7 +75,8 @@ def test_the_map_names_each_notebooks_exercises():
 def test_00s_forward_pass_maps_11_byte_ids_to_11_rows_of_256_scores():
     """The Predict cell's answer, held here instead of by an assert in front of the learner."""
     cell = next(c for c in cells("00_setup_check.ipynb") if "logits = model(ids)" in "".join(c["source"]))
-    assert "".join("".join(o.get("text", "")) for o in cell["outputs"]).strip() == "(1, 11) -> (1, 11, 256)"
+    assert "".join("".join(o.get("text", "")) for o in cell["outputs"]).strip().splitlines()[-1] == \
+        "logits.shape = (1, 11, 256)"
     assert minitf.Transformer(Config())(torch.zeros(1, 11, dtype=torch.long)).shape == (1, 11, 256)
 
 
@@ -203,8 +224,8 @@ def test_02_head_dim_claims_say_what_the_numbers_show():
 # ---- 01's tied ends and its "Try this" (issue 22)
 
 def test_01_tying_costs_the_smallest_solver_nothing_and_saves_1536_parameters():
-    """"Notebook 11's smallest solver is tied; untied, the same model solves the task no better
-    (100 % exact match on fresh pairs either way) with 1,536 more parameters"."""
+    """What 01's pointer to extra 11 rests on: tied, the smallest solver solves shift as well as
+    untied (100 % exact match on fresh pairs either way) with 1,536 fewer parameters."""
     from minitf.experiments.smallest import load_tiny_sweep
     sweep = load_tiny_sweep()
     tied, untied = sweep["solver"], sweep["− tied head"]
@@ -228,3 +249,74 @@ def test_02_try_this_pair_3s_period_by_base():
     assert round(period(10000.0)) == 6283 and round(period(10.0)) == 35
     assert period(10 ** 0.95) > 32 > period(10 ** 0.90)          # the slider's steps around 8
     assert 7.9 < 10 ** 0.90 < 8.0
+
+
+# ---- what the cells of 01 and 02 print, held here instead of by asserts in front of the learner (issue 30)
+
+def printed(name, needle):
+    """The text a code cell of the executed notebook printed (the cell found by a piece of its code)."""
+    (cell,) = [c for c in cells(name) if c["cell_type"] == "code" and needle in "".join(c["source"])]
+    return "".join("".join(o.get("text", "")) for o in cell["outputs"] if o["output_type"] == "stream")
+
+
+def test_01_utf8_lengths_as_printed():
+    out = printed("01_embeddings.ipynb", 'for text in ["Hi", "é", "€"]')
+    assert "[72, 105]" in out and "[195, 169]" in out and "[226, 130, 172]" in out
+    assert minitf.encode("Hi") == [72, 105] and len(minitf.encode("é")) == 2 and len(minitf.encode("€")) == 3
+
+
+def test_01_the_shift_rule_keeps_the_95_printable_bytes_printable():
+    from minitf.core.data import PRINTABLE
+    assert "the 95 printable bytes onto themselves: True" in printed("01_embeddings.ipynb", "print(pair_problem(")
+    assert set(minitf.shift_bytes(PRINTABLE)) == set(PRINTABLE) and len(PRINTABLE) == 95
+
+
+def test_01_only_read_rows_learn_and_every_head_row_does():
+    out = printed("01_embeddings.ipynb", "embed_rows = (model.embed")
+    assert "embedding rows with a gradient: 96 of 256" in out           # 95 printable + TAB
+    assert "output-head rows with a gradient: 256 of 256" in out
+    assert "rows read: the printable bytes and TAB only: True" in out
+
+
+def test_01_neighbouring_bytes_are_less_alike_than_any_two_and_two_directions_show_a_sixth():
+    out = printed("01_embeddings.ipynb", 'trained = minitf.load("../data/checkpoints/shift.pt")')
+    m = re.search(r"bytes c and c \+ 1 (-?\d\.\d\d); any two bytes (-?\d\.\d\d)", out)
+    assert m and float(m[1]) < float(m[2]), out
+    rows = minitf.load(ROOT / "data/checkpoints/shift.pt").embed.weight.detach().double()[32:127]
+    S = torch.linalg.svdvals(rows - rows.mean(0))
+    share = ((S[:2] ** 2).sum() / (S ** 2).sum()).item()
+    assert 0.15 < share < 0.2  # "about a sixth of the spread" (the figure's title prints it)
+    text = " ".join(source("01_embeddings.ipynb").split())
+    assert f"−{abs(float(m[1])):.2f}, is below that of any two bytes, {float(m[2]):.2f}" in text
+
+
+def test_01_the_two_ends_hold_2304_of_2648_parameters_as_printed():
+    out = printed("01_embeddings.ipynb", "print(minitf.format_parameter_table(tiny))")
+    assert "the two ends: 2,304 (87%);  the two layers: 344 (13%)" in out
+    tiny = minitf.Transformer(Config())
+    assert minitf.count_parameters(tiny) == 2648
+
+
+def test_02_the_score_at_9_6_is_the_score_at_5_2_as_printed_and_the_first_line_does_not_say_so():
+    out = printed("02_rope.ipynb", 'before = explorer.state["score"]').splitlines()
+    assert "-0.3923" not in out[0]
+    assert out[1].split("=")[-1] == out[2].split("=")[-1]
+    e = minitf.RopeExplorer(head_dim=8, base=10000.0, m=5, n=2)
+    before = e.state["score"]
+    e.query_pos.value, e.key_pos.value = 9, 6
+    assert abs(before - e.state["score"]) < 1e-12
+
+
+def test_02_offset_drift_as_printed():
+    """The table below the two scatter plots: 44 apart, alike with one speed, apart with four."""
+    out = printed("02_rope.ipynb", "def scores_by_offset")
+    rows = {int(m[1]): (float(m[2]), float(m[3])) for m in re.finditer(r"head_dim (\d): +(\d\.\d+) +(\d\.\d+)", out)}
+    assert rows[2][1] < 0.02 < 0.25 < rows[8][1]
+    drift = offset_drift()
+    assert rows == {hd: tuple(round(x, 3) for x in drift[hd]) for hd in (2, 8)}
+
+
+def test_02_try_this_states_the_base_where_pair_3_repeats_within_32():
+    base = (32 / (2 * math.pi)) ** (4 / 3)   # period 2π·base^(3/4) = 32
+    text = " ".join(source("02_rope.ipynb").split())
+    assert f"for a base of {base:.2f} or less ({10 ** 0.90:.2f} on the slider" in text

@@ -77,3 +77,52 @@ def test_no_answer_to_a_prediction_is_on_screen_before_the_learner_opens_it(name
         assert after.lstrip().startswith("<details>"), \
             (f"{path.name}: the text after the prediction in markdown cell {i} states the answer outside a "
              f"<details> reveal: {after.strip()[:80]!r}")
+
+
+# --- the answer stays out of sight until the learner acts: prompt, run cell, reveal ---------------------------
+# The predict region (prompt, run cells, reveal) and its answer key are defined in
+# tests/browser/predict_regions.py; the browser check looks at the same regions in JupyterLab.
+# Notebooks that follow the reveal convention; the lead adds each notebook as it is converted.
+REVEALED = ["00_setup_check", "01_embeddings", "02_rope"]
+
+from browser.predict_regions import notebook_regions, visible_answers  # noqa: E402
+
+
+@pytest.mark.parametrize("stem", REVEALED)
+def test_each_prediction_has_a_reveal_with_an_answer_key(stem):
+    cells, found = notebook_regions(ROOT / "notebooks" / f"{stem}.ipynb")
+    assert found, f"{stem}: no Predict prompt found"
+    assert [p for r in found for p in r.problems] == []
+
+
+@pytest.mark.parametrize("stem", REVEALED)
+def test_no_answer_is_in_sight_before_the_learner_acts(stem):
+    cells, found = notebook_regions(ROOT / "notebooks" / f"{stem}.ipynb")
+    seen = {f"prompt in cell {r.prompt} (answer key {r.key!r})": visible_answers(cells, r) for r in found}
+    assert {k: v for k, v in seen.items() if v} == {}
+
+
+def test_an_answer_in_sight_is_caught():
+    """The rule itself, on made-up cells: each way of giving the answer away is found."""
+    from browser.predict_regions import regions
+
+    def md(text):
+        return {"cell_type": "markdown", "metadata": {}, "source": [text]}
+
+    def code(text, out, hidden=True):
+        meta = {"jupyter": {"outputs_hidden": True}} if hidden else {}
+        return {"cell_type": "code", "metadata": meta, "source": [text],
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": [out]}]}
+
+    reveal = md("<details><summary>Answer</summary>\n\n**(1, 11, 256)**: one row per position\n\n</details>")
+    good = [md("**Predict, then run.** What shape?"), code("print(x.shape)", "the shape:\n(1, 11, 256)\n"), reveal]
+    (r,) = regions(good)
+    assert r.key == "(1, 11, 256)" and visible_answers(good, r) == []
+    first_line = [good[0], code("print(x.shape)", "(1, 11, 256)\n"), reveal]
+    assert "first line" in visible_answers(first_line, regions(first_line)[0])[0]
+    shown = [good[0], code("print(x.shape)", "the shape:\n(1, 11, 256)\n", hidden=False), reveal]
+    assert visible_answers(shown, regions(shown)[0]) == ["the output of cell 1 shows it"]
+    told = [good[0], good[1], md(reveal["source"][0] + "\nSo the shape is (1, 11, 256).")]
+    assert "outside the <details>" in visible_answers(told, regions(told)[0])[0]
+    no_reveal = [good[0], good[1], md("The shape is (1, 11, 256).")]
+    assert "is not a reveal" in regions(no_reveal)[0].problems[0]

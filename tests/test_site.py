@@ -185,3 +185,14 @@ def test_the_browser_check_finds_what_it_compares():
     assert len(checkable) >= 1
     assert len(check.stored_pngs(nb("03_attention.ipynb"))) == 5
     assert check.has_math(nb("03_attention.ipynb")) and not check.has_math(nb("10_lightning.ipynb"))
+
+
+def test_the_navigation_shows_the_two_tracks_of_the_readmes_map(built):
+    """Main path 00–09, then the extras 10–14, each under its name (issue 30)."""
+    out, _ = built
+    nav = (out / "index.html").read_text()
+    main, extras = nav.index('class="mtf-site-track">Main path'), nav.index('class="mtf-site-track">Extras')
+    assert main < nav.index('href="00_setup_check.html"') < nav.index('href="09_language_model.html"') < extras
+    assert extras < nav.index('href="10_lightning.html"') < nav.index('href="14_faster_language_model.html"')
+    front = (out / "index.html").read_text()
+    assert "The main path: about" in front and "The extras: about" in front

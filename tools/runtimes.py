@@ -45,15 +45,18 @@ def notebooks(root: Path = ROOT) -> list[str]:
     return sorted(p.name for p in (root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def table(path: Path = MEASUREMENT, root: Path = ROOT) -> str:
-    """The block, markers included: one row per notebook in notebooks/."""
+def table(path: Path = MEASUREMENT, root: Path = ROOT, for_learners: bool = False) -> str:
+    """The block, markers included: one row per notebook in notebooks/. For learners (notebook
+    00) it says when and on which CPU, without the measuring harness (the command, the load)."""
     data = json.loads(path.read_text())
     times = measured(path)
     load = data.get("loadavg_start")
-    lines = [START, "",
-             f"Measured by `make bench` on {data['date']} on {cpu(data)}, the median of "
-             f"{len(data['runs'])} run(s) (load average {load[0] if load else '?'} at the start): each notebook top "
-             "to bottom, its kernel start included, as `pytest --nbval` runs it.", "",
+    how = (f"Measured on {data['date'][:10]} on {cpu(data)}, the median of {len(data['runs'])} "
+           "runs: each notebook top to bottom, its kernel start included." if for_learners else
+           f"Measured by `make bench` on {data['date']} on {cpu(data)}, the median of "
+           f"{len(data['runs'])} run(s) (load average {load[0] if load else '?'} at the start): each notebook top "
+           "to bottom, its kernel start included, as `pytest --nbval` runs it.")
+    lines = [START, "", how, "",
              f"| notebook | runs in, on {cpu(data)} |", "|---|---|"]
     for name in notebooks(root):
         t = times.get(name)
@@ -115,7 +118,7 @@ def update(path: Path, block: str) -> bool:
                 changed |= new != src
                 cell["source"] = new.splitlines(keepends=True)
         if changed:
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+            path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n")  # as Jupyter writes it
         return changed
     text = path.read_text()
     if not BLOCK.search(text):
@@ -129,11 +132,11 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--print", action="store_true", help="print the table, change nothing")
     args = p.parse_args(argv)
-    block = table()
     if args.print:
-        print(block)
+        print(table())
         return 0
     for path in TARGETS:
+        block = table(for_learners=path.suffix == ".ipynb")
         print(f"{path.relative_to(ROOT)}: {'rewritten' if update(path, block) else 'unchanged'}")
     return 0
 

@@ -46,7 +46,7 @@ BANNER = ("A static page of the stored notebook: every output is as the notebook
           "its stored picture (the Explorer still answers a hover). To change anything, open the "
           "notebook in JupyterLab (<code>make lab</code>); see "
           '<a href="TROUBLESHOOTING.html#stored-widgets-shown-as-pictures">Troubleshooting</a>.')
-COURSE_ROW = re.compile(r"^\| `(\d\d_\w+)` \| (.*?) \| (.*?) \|\s*$", re.M)
+COURSE_ROW = re.compile(r"^\| `(\d\d_\w+)` \| (.*?) \| ([^|]*?) \|(?: (\d+) min \|)?\s*$", re.M)
 
 SITE_CSS = """
 body.mtf-site { margin: 0; padding-left: 15rem; }
@@ -59,6 +59,8 @@ body.mtf-site { margin: 0; padding-left: 15rem; }
 .mtf-site-nav li a:hover { background: #e3e8ef; }
 .mtf-site-nav li.mtf-site-current a { background: #dbe6f5; font-weight: 600; }
 .mtf-site-home { font-weight: 700; font-size: 18px; color: #111; text-decoration: none; padding: 0 0.5rem; }
+.mtf-site-nav li.mtf-site-track { padding: 0.6rem 0.5rem 0.15rem; color: #555; font-size: 12px;
+  font-weight: 600; text-transform: uppercase; letter-spacing: 0.04em; }
 .mtf-site-extra { display: block; padding: 0.3rem 0.5rem; color: #1d3f6e; }
 .mtf-site-banner { margin: 0.75rem 1rem 0; padding: 0.6rem 0.9rem; border: 1px solid #e0c36a;
   background: #fff8e1; border-radius: 5px; font: 14px/1.45 system-ui, sans-serif; }
@@ -93,6 +95,21 @@ for (const host of document.querySelectorAll(".mtf-static-explorer")) {
 def course_map(readme: str) -> dict[str, tuple[str, str]]:
     """notebook stem → (what you learn, you write), from the README's course table."""
     return {m[1]: (m[2], m[3]) for m in COURSE_ROW.finditer(readme)}
+
+
+TRACK_HEADING = re.compile(r"^### The (main path|extras)\b[^\n]*$", re.M)
+
+
+def course_tracks(readme: str) -> dict[str, str]:
+    """notebook stem → its track ("main path" or "extras"), from the README's course map, where
+    each track's table sits under its own heading."""
+    tracks = {}
+    headings = list(TRACK_HEADING.finditer(readme))
+    for m, after in zip(headings, headings[1:] + [None]):
+        section = readme[m.end():after.start() if after else len(readme)]
+        section = section.split("\n### ", 1)[0]
+        tracks.update({row[1]: m[1] for row in COURSE_ROW.finditer(section)})
+    return tracks
 
 
 def notebook_title(nb) -> str:
@@ -209,6 +226,7 @@ def build(out: Path) -> dict:
 
     readme = (ROOT / "README.md").read_text()
     learn = course_map(readme)
+    tracks = course_tracks(readme)
     notebooks = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     nbs = {p: nbformat.read(p, as_version=4) for p in notebooks}
     markdown = []  # README, then every Markdown page reachable from it or from a notebook
@@ -226,7 +244,10 @@ def build(out: Path) -> dict:
     pages.update({md: page_name(md) for md in markdown})
 
     nav = [{"href": page_name(str(p.relative_to(ROOT))), "label": notebook_title(nb) or p.stem,
-            "learn": learn.get(p.stem, ("", ""))[0], "stem": p.stem} for p, nb in nbs.items()]
+            "learn": learn.get(p.stem, ("", ""))[0], "stem": p.stem, "track": tracks.get(p.stem, "")}
+           for p, nb in nbs.items()]
+    for before, item in zip([None] + nav, nav):  # the navigation shows the two tracks, each under its name
+        item["track_starts"] = before is None or before["track"] != item["track"]
     exporter = HTMLExporter(template_name="minitf_site", extra_template_basedirs=[str(TEMPLATES)])
     exporter.mathjax_url = f"_static/mathjax/MathJax.js?config={MATHJAX_CONFIG}"
     files: set[str] = set()

@@ -19,8 +19,17 @@ JupyterLab server and one Chromium:
    its tooltip shows the hovered number's value, and its "generate next byte" stops at the end of
    the output (EOS, shown as \\n) and turns itself off, a TrainingView's "train again" trains a fresh model
    and the picture is redrawn as it learns (at least MIN_REDRAWS different pictures);
-4. screenshots of every widget, stored and live, go to build/browser/<notebook>/ (failure.png on
-   failure); the server and every kernel are always stopped; no notebook file is changed.
+0. saved as opened: right after opening, save the notebook (JupyterLab's save command, as Ctrl-S
+   or autosave would): the file must not change, byte for byte (store notebooks as JupyterLab saves
+   them: tools/normalize_notebooks.py). A changed file is put back as it was, and the check fails
+   naming what JupyterLab rewrote;
+1b. predictions stay predictions: in the stored notebook, each "Predict, then run" region (the
+   prompt, the run cells, the <details> reveal: tests/browser/predict_regions.py) must not show its
+   answer key: not in the text on screen (the first line JupyterLab shows of a hidden output
+   included), and the reveal closed;
+4. screenshots of every widget, stored and live, and of every predict region as stored, go to
+   build/browser/<notebook>/ (failure.png on failure); the server and every kernel are always
+   stopped; no notebook file is changed.
 
 Usage (from the repository root; `make test-browser` installs Chromium and playwright first):
 
@@ -34,6 +43,7 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import difflib
 import hashlib
 import json
 import math
@@ -49,6 +59,9 @@ import tempfile
 import time
 import urllib.request
 from typing import IO
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import predict_regions  # noqa: E402  (beside this file)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -603,6 +616,58 @@ def stored_widget_problems(notebook: pathlib.Path) -> list[str]:
     return problems
 
 
+JS_CELL_TEXT = """(indices) => {
+  // What the page shows of each cell: its visible text (a closed <details> shows only its summary,
+  // a hidden output only its placeholder line), and whether any <details> in it is open.
+  const nb = window.jupyterapp.shell.currentWidget.content;
+  return indices.map(i => {
+    const node = nb.widgets[i].node;
+    return {text: node.innerText,
+            open: Array.from(node.querySelectorAll('details')).some(d => d.open)};
+  });
+}"""
+
+
+def save_changes_nothing(page, notebook: pathlib.Path) -> str:
+    """Save the freshly opened notebook as a learner's Ctrl-S would; the file must stay byte for
+    byte as stored. If it changed, put it back and say what JupyterLab rewrote."""
+    before = notebook.read_bytes()
+    page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+    wait_until(page, lambda: not page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.context.model.dirty"), OPEN_TIMEOUT, "the save")
+    after = notebook.read_bytes()
+    if after == before:
+        return "saved as opened: the file is unchanged"
+    notebook.write_bytes(before)  # nothing is lost: the stored notebook is put back
+    old, new = before.decode().splitlines(), after.decode().splitlines()
+    changes = [l for l in difflib.unified_diff(old, new, lineterm="", n=0)
+               if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+    raise CheckFailed(f"saving the notebook as opened rewrote {len(changes)} line(s) of the file "
+                      f"(first: {changes[:4]}); store it as JupyterLab saves it: "
+                      f"python tools/normalize_notebooks.py {notebook.name}")
+
+
+def predictions_out_of_sight(page, notebook: pathlib.Path, out_dir: pathlib.Path) -> str:
+    """Each predict region as stored: the answer key is not on screen and the reveal is closed."""
+    cells, regions = predict_regions.notebook_regions(notebook)
+    problems = [p for r in regions for p in r.problems]
+    for n, r in enumerate(regions):
+        if r.key is None:
+            continue
+        shown = page.evaluate(JS_CELL_TEXT, r.cells)
+        key = predict_regions.normal(r.key)
+        for i, seen in zip(r.cells, shown):
+            if key in predict_regions.normal(seen["text"]):
+                problems.append(f"cell [{i}] shows the answer {r.key!r} of the prediction in cell [{r.prompt}]")
+            if seen["open"]:
+                problems.append(f"cell [{i}]: the reveal of the prediction in cell [{r.prompt}] is open")
+        for i in r.cells[1:]:
+            shoot_cell(page, i, out_dir / f"stored-predict{n}-cell{i}.png")
+    if problems:
+        raise CheckFailed("predictions: " + "; ".join(problems))
+    return f"{len(regions)} prediction(s): no answer on screen as stored"
+
+
 def widget_outputs(cells: list[dict]) -> list[tuple[int, int, str]]:
     """(cell index, output index, class name from the repr) of every widget output."""
     found = []
@@ -636,6 +701,9 @@ def check_notebook(page, base_url: str, notebook: pathlib.Path, out_dir: pathlib
     wait_until(page, lambda: page.evaluate(JS_KERNEL_STATUS) == "idle", OPEN_TIMEOUT,
                "the kernel to start")
 
+    # 0. opening and saving changes nothing
+    done.append(save_changes_nothing(page, notebook))
+
     # 1. stored: what a fresh clone shows before anything runs
     cells = check_outputs(page, "stored")
     if any(c["trusted"] for c in cells if c["outputs"]):
@@ -647,6 +715,7 @@ def check_notebook(page, base_url: str, notebook: pathlib.Path, out_dir: pathlib
     done.append(f"stored: {sum(len(c['outputs']) for c in cells)} outputs, "
                 f"{len(stored)} widget(s) shown as pictures"
                 + (f" ({', '.join(f'[{i}] {n}' for i, _, n in stored)})" if stored else ""))
+    done.append(predictions_out_of_sight(page, notebook, out_dir))
 
     # 2. run all cells
     page.evaluate(JS_WATCH_KERNEL)
