@@ -167,3 +167,48 @@ def test_the_fast_recipe_sentence_matches_the_stored_bench():
     assert all(150 <= r["confirm"]["steps_trained"] <= 200 and r["confirm"]["cli_val_exact"] >= 0.998
                for r in fast)
     assert all(r["confirm"][kind]["errors"] == 0 for r in fast for kind in ("uniform", "repeats"))
+
+
+def stored_output(first_line_of_source: str) -> str:
+    """The stored text output of the 11 code cell whose source begins with that line."""
+    nb = json.loads(NOTEBOOK.read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and "".join(cell["source"]).startswith(first_line_of_source):
+            return "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    raise AssertionError(f"11 has no code cell beginning {first_line_of_source!r}")
+
+
+def test_four_numbers_need_a_huge_weight_scale_and_give_rank_5_logits():
+    """Section 4 (from 05): one circle about 1,300, two circles about 35; the tiny head's logits
+    have rank 5 = 4 + 1."""
+    printed = stored_output("N = 95")
+    assert "one circle 1,322, two circles (all 4 numbers) 35" in printed
+    assert "shape (40, 256), rank 5" in printed
+    tiny = minitf.load(ROOT / "data" / "checkpoints" / "tiny.pt")
+    hidden = torch.rand(40, 4, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    assert torch.linalg.matrix_rank(tiny.head.double()(hidden).detach()).item() == 5
+    assert minitf.rope_frequencies(head_dim=2).item() == 1.0
+
+
+def test_the_2x2_parameter_counts_quoted():
+    """"the parameters go from 2,648 to 5,552"."""
+    tiny_2x2 = str(minitf.results.load_ablation().only("tiny 2×2"))
+    assert "5,552" in tiny_2x2 and "2,648" in tiny_2x2
+    assert "from 2,648 to 5,552" in markdown().replace("\n", " ")
+
+
+def test_your_numbering_against_the_usual_as_stored():
+    """Section 2's race: coupled ids reach 95 % exact by step 100, the usual ids under 1 % in as many
+    steps (the stored run; nbval re-runs it)."""
+    printed = stored_output("numbering = ")
+    coupled = [line for line in printed.splitlines() if "coupled ids:" in line][0]
+    usual = [line for line in printed.splitlines() if "usual ids:" in line][0]
+    assert int(coupled.split("%")[0].split()[-1]) >= 95 and "after 100 steps" in coupled
+    assert int(usual.split("%")[0].split()[-1]) < 1 and "after 100 steps" in usual
+
+
+def test_the_value_circuit_maps_all_95_bytes_to_their_successor():
+    assert "95 of 95 printable bytes go to their successor" in stored_output("circuit = value_circuit(model)")
+    from minitf.course.by_hand import value_circuit
+    circuit = value_circuit(minitf.load(CHECKPOINT))
+    assert len(circuit) == 95 and all(circuit[b] == minitf.shift_bytes(bytes([b]))[0] for b in circuit)
