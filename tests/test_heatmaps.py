@@ -249,3 +249,17 @@ def test_plot_ablation_draws_each_heads_exact_match_with_a_key_per_layer():
         heights = [round(p.get_height(), 6) for p in ax.patches]
         assert heights == [round(100 * exact[task, l, h], 6) for l in range(2) for h in range(4)]
     assert [t.get_text() for t in axes[-1].get_legend().get_texts()] == ["a head of layer 0", "a head of layer 1"]
+
+
+@pytest.mark.parametrize("n_input", [3, 9])
+def test_source_rings_sit_inside_their_cells(n_input):
+    """A ring is at most 0.8 of its cell, so the weight under it stays visible (05's TrainingView
+    and 06's heatmaps showed rings larger than the cells)."""
+    text = bytes(range(65, 65 + n_input))
+    weights, labels = heatmaps.attention_weights(minitf.Transformer(minitf.Config()), (text, minitf.shift_bytes(text)))
+    fig = heatmaps.plot_attention(weights, labels, size=2.0)
+    ax = fig.axes[0]
+    heatmaps.mark_sources(ax, "shift", n_input, n_input)
+    ring = ax.collections[-1]
+    cell_points = ax.get_position().width * fig.get_figwidth() * 72 / len(labels)
+    assert ring.get_sizes()[0] ** 0.5 <= 0.8 * cell_points

@@ -212,3 +212,33 @@ def test_the_value_circuit_maps_all_95_bytes_to_their_successor():
     from minitf.course.by_hand import value_circuit
     circuit = value_circuit(minitf.load(CHECKPOINT))
     assert len(circuit) == 95 and all(circuit[b] == minitf.shift_bytes(bytes([b]))[0] for b in circuit)
+
+
+def test_the_sweep_plot_keys_its_ablation_points_and_no_name_sits_on_the_front(sweep):
+    """11's figure: every orange (ablation) point is numbered and keyed by its change; the dashed
+    Pareto front crosses no configuration's name."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig = sweep.plot()
+    FigureCanvasAgg(fig)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    texts = " ".join(t.get_text() for t in ax.texts)
+    for c in sweep.configs.values():
+        if c.group == "ablation" and c.name != "solver":
+            assert c.name in texts
+    renderer = fig.canvas.get_renderer()
+    [front] = [line for line in ax.lines if line.get_linestyle() == "--"]
+    xy = ax.transData.transform(front.get_xydata())
+    # the step line's corners (where="post"), sampled densely along each segment
+    corners = [xy[0]]
+    for (x0, y0), (x1, y1) in zip(xy, xy[1:]):
+        corners += [(x1, y0), (x1, y1)]
+    points = np.concatenate([np.linspace(a, b, 200) for a, b in zip(corners, corners[1:])])
+    for name in sweep.front:
+        [label] = [t for t in ax.texts if t.get_text().replace(",\n", ", ") == name] or [None]
+        if label is None:
+            continue
+        box = label.get_window_extent(renderer)
+        inside = (points[:, 0] > box.x0) & (points[:, 0] < box.x1) & (points[:, 1] > box.y0) & (points[:, 1] < box.y1)
+        assert not inside.any(), f"the dashed front crosses the name {name!r}"

@@ -108,11 +108,12 @@ class TinySweep:
             ax.scatter([c.params], [100 * c.exact_median], s=70, color=colour, edgecolor="black",
                        linewidth=0.6, zorder=3)
             if c.group != "ablation" and c.name != self.smallest_solver:  # (those are named apart)
-                # a name on the Pareto front sits above its point, clear of the dashed step to its right
+                # a name on the Pareto front sits above its point, folded after its comma so that it
+                # ends before the dashed step climbs to the next point
                 on_front = c.name in self.front
-                ax.annotate(c.name, (c.params, 100 * c.exact_median), xytext=(3, 7) if on_front else (7, -3),
-                            textcoords="offset points", fontsize=9, color=colour, zorder=4,
-                            va="bottom" if on_front else "baseline")
+                ax.annotate(c.name.replace(", ", ",\n") if on_front else c.name, (c.params, 100 * c.exact_median),
+                            xytext=(3, 6) if on_front else (7, -3), textcoords="offset points", fontsize=9,
+                            color=colour, zorder=4, va="bottom" if on_front else "baseline")
         self._number_ablation(ax, [c for c in shown if c.group == "ablation"])
         front = [self.configs[n] for n in self.front if n != "solver"]
         ax.step([c.params for c in front], [100 * c.exact_median for c in front], where="post",
