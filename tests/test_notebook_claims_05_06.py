@@ -285,3 +285,15 @@ def test_05_shift_pt_is_near_certain_at_every_step_as_printed():
     printed = notebook_05_output("right = [*b\"Ifmmp\", EOS]")
     assert all(float(p.rstrip("%")) > 99 for p in printed.split()[1::2])
 
+
+
+def test_05_the_same_model_with_the_usual_ids_learns_nothing_in_300_steps():
+    """"With the usual ids the same model writes no held-out output right in these 300 steps, and its
+    heads put only about a fifth of their weight on the source byte" (the stored intervention)."""
+    printed = notebook_05_output("torch.manual_seed(0)                                       # the view's start")
+    coupled = [line for line in printed.splitlines() if line.startswith("coupled")][0]
+    usual = [line for line in printed.splitlines() if line.startswith("usual")][0]
+    assert number_after("whole outputs right", usual) == 0
+    assert 10 <= number_after("weight on the source byte", usual) <= 30
+    assert number_after("whole outputs right", coupled) >= 95
+    assert number_after("weight on the source byte", coupled) >= 90
