@@ -87,7 +87,7 @@ class Ablation:
         return list(dict.fromkeys(r.task for r in self.rows))
 
     def only(self, *rungs: str) -> "Ablation":
-        """The same results restricted to some rungs, e.g. ladder.only("tiny 2×2") for notebook 05."""
+        """The same results restricted to some rungs, e.g. ladder.only("tiny 2×2") for notebook 11."""
         unknown = [r for r in rungs if r not in self.rungs]
         if unknown:
             raise KeyError(f"no rung {unknown[0]!r}; the rungs are {list(self.rungs)}")
