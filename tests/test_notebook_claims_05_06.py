@@ -297,3 +297,13 @@ def test_05_the_same_model_with_the_usual_ids_learns_nothing_in_300_steps():
     assert 10 <= number_after("weight on the source byte", usual) <= 30
     assert number_after("whole outputs right", coupled) >= 95
     assert number_after("weight on the source byte", coupled) >= 90
+
+
+def test_05_the_two_bigger_models_parameter_counts():
+    """"33,792 parameters (42,112 with the FFN widened to 128, as in shift.pt)"."""
+    uniform = minitf.load("data/checkpoints/shift_uniform.pt")
+    shift = minitf.load("data/checkpoints/shift.pt")
+    assert minitf.count_parameters(uniform) == 33792 and minitf.count_parameters(shift) == 42112
+    assert (shift.config.d_ff, uniform.config.d_model, uniform.config.n_heads, uniform.config.n_layers) == (128, 32, 4, 2)
+    text = notebook_05_markdown()
+    assert "33,792 parameters (42,112 with the FFN widened to 128, as in `shift.pt`)" in text
