@@ -37,6 +37,7 @@ if _STARTING:
 from .core.attention import MultiHeadAttention, attention, causal_mask
 from .core.baselines import Baselines, baseline_losses
 from .core.checkpoint import CheckpointError, checkpoint_pairs, load, save, train_state
+from .core.checkpoint import LossCurves, fresh_pairs, loss_curves  # what a run stored, read by name
 from .core.config import Config, seed_dropout
 from .core.data import (DataError, Pair, PairsRead, ReadReport, TASKS, make_batch, make_pairs,
                         read_pairs, sequence, shift_bytes, write_pairs)

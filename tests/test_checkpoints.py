@@ -54,3 +54,23 @@ def test_checkpoint_reaches_its_stated_metrics(path):
     assert got["exact_match"] == pytest.approx(stated["exact_match"], abs=0.02)
     assert got["char_accuracy"] == pytest.approx(stated["char_accuracy"], abs=0.01)
     assert got["loss"] == pytest.approx(stated["loss"], rel=0.05, abs=0.005)
+
+
+def test_loss_curves_reads_what_the_run_stored_by_name():
+    tiny = minitf.load(FOLDER / "tiny.pt")
+    curves = minitf.loss_curves(tiny)
+    meta = tiny.metadata
+    assert curves.val_steps == [v["step"] for v in meta["val_curve"]]
+    assert curves.val_loss == [v["loss"] for v in meta["val_curve"]]
+    every = meta["loss_curve_every"]
+    assert curves.recent_train_loss(100) == pytest.approx(sum(meta["loss_curve"][-100 // every:]) / (100 // every))
+    with pytest.raises(ValueError, match="stores no loss curves"):
+        minitf.loss_curves(minitf.Transformer(minitf.Config()))
+
+
+def test_fresh_pairs_leave_out_every_input_the_models_saw():
+    model = minitf.load(FOLDER / "shift_smallest.pt")
+    seen = {p.input for p in sum(minitf.checkpoint_pairs(model), [])}
+    fresh = minitf.fresh_pairs("shift", 300, seed=3, repeats=0.33, unseen_by=[model])
+    assert len(fresh) == 300 and not {p.input for p in fresh} & seen
+    assert all(p.output == minitf.shift_bytes(p.input) for p in fresh)

@@ -15,9 +15,7 @@ MAIN = [p for p in NOTEBOOKS if course_map.track(p.name) == "main path"]
 EXTRA_EXERCISES = {name for name, ex in EXERCISES.items() if course_map.track(ex.notebook) == "extras"}
 # main-path notebooks that other helpers of issue 30 are still moving off the extras: strict, so the
 # marker must go once their branches are merged
-NOT_YET = {"05_training_base64_pairs": "05 loads 11's smallest solver and sweep",
-           "08_assemble_your_model": "08 consumes 11's position_ids",
-           "09_language_model": "09 builds its model from parts that list 11's position_ids"}
+NOT_YET: dict[str, str] = {}
 
 
 def code(path):
@@ -69,11 +67,11 @@ def test_every_extra_only_result_is_used_by_its_extra():
 
 
 def test_the_rule_catches_an_extras_exercise_and_result():
-    assert extra_uses('minitf.exercise("position_ids", my_position_ids)')
+    assert extra_uses('minitf.exercise("byte_circle", my_byte_circle)')
     assert extra_uses('m = minitf.load("../data/checkpoints/shift_smallest.pt")')
     assert extra_uses("sweep = load_tiny_sweep()")
     assert extra_uses("model = minitf.parts.assemble(config, parts)",
-                      "position_ids  reference solution (you have not saved one yet)")
+                      "byte_circle  reference solution (you have not saved one yet)")
     assert extra_uses("# see extra 11 for how small a solver can be\nmodel = minitf.load('../data/checkpoints/shift.pt')") == []
 
 
@@ -131,8 +129,7 @@ def harness(path):
     return found
 
 
-HARNESS_NOT_YET = {"04_ffn_block": "04 c39 talks of bench/", "05_training_base64_pairs": "05 parses metadata",
-                   "08_assemble_your_model": "08 c40, c42: bench/",
+HARNESS_NOT_YET = {"04_ffn_block": "04 c39 talks of bench/", "08_assemble_your_model": "08 c40, c42: bench/",
                    "09_language_model": "09 c33, c49: bench/"}
 
 
@@ -154,7 +151,7 @@ def test_the_harness_rule_catches_what_it_names():
 
 # --- the main path's budget (issue 30): words and a learner's time ------------------------------
 
-@pytest.mark.parametrize("path", main_path_params({"05_training_base64_pairs": "05 has 4,197 words; its helper cuts it"}))
+@pytest.mark.parametrize("path", main_path_params({}))
 def test_no_main_path_notebook_has_more_than_3000_words_of_prose(path):
     assert course_map.prose_words(path) <= course_map.NOTEBOOK_WORD_BUDGET
 

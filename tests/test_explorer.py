@@ -229,7 +229,7 @@ def test_import_minitf_does_not_import_anywidget():
 
 
 def test_the_summary_of_an_attention_only_model_says_what_it_has():
-    """The smallest solver (notebook 05): no FFN, one head, one layer, coupled ids, a tied head;
+    """The smallest solver (notebook 11): no FFN, one head, one layer, coupled ids, a tied head;
     its picture's sections run (a), (b), (c) with the next byte as (c)."""
     from minitf.views.explorer import _summary, picture
 

@@ -293,3 +293,17 @@ def test_zero_against_mean_draws_both_bars_of_every_head_with_a_key():
     assert len(ax.patches) == 16 and heights == sorted(round(100 * v, 6) for d in (zeroed, mean)
                                                        for (t, _, _), v in d.items() if t == "shift")
     assert [t.get_text() for t in fig.axes[1].get_legend().get_texts()] == ["zeroed", "replaced by its mean"]
+
+
+@pytest.mark.parametrize("n_input", [3, 9])
+def test_source_rings_sit_inside_their_cells(n_input):
+    """A ring is at most 0.8 of its cell, so the weight under it stays visible (05's TrainingView
+    and 06's heatmaps showed rings larger than the cells)."""
+    text = bytes(range(65, 65 + n_input))
+    weights, labels = heatmaps.attention_weights(minitf.Transformer(minitf.Config()), (text, minitf.shift_bytes(text)))
+    fig = heatmaps.plot_attention(weights, labels, size=2.0)
+    ax = fig.axes[0]
+    heatmaps.mark_sources(ax, "shift", n_input, n_input)
+    ring = ax.collections[-1]
+    cell_points = ax.get_position().width * fig.get_figwidth() * 72 / len(labels)
+    assert ring.get_sizes()[0] ** 0.5 <= 0.8 * cell_points

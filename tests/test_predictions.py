@@ -83,7 +83,7 @@ def test_no_answer_to_a_prediction_is_on_screen_before_the_learner_opens_it(name
 # The predict region (prompt, run cells, reveal) and its answer key are defined in
 # tests/browser/predict_regions.py; the browser check looks at the same regions in JupyterLab.
 # Notebooks that follow the reveal convention; the lead adds each notebook as it is converted.
-REVEALED = ["00_setup_check", "01_embeddings", "02_rope"]
+REVEALED = ["00_setup_check", "01_embeddings", "02_rope", "05_training_base64_pairs", "11_how_small"]
 
 from browser.predict_regions import notebook_regions, visible_answers  # noqa: E402
 
@@ -126,3 +126,53 @@ def test_an_answer_in_sight_is_caught():
     assert "outside the <details>" in visible_answers(told, regions(told)[0])[0]
     no_reveal = [good[0], good[1], md("The shape is (1, 11, 256).")]
     assert "is not a reveal" in regions(no_reveal)[0].problems[0]
+
+
+# ---- the answer stays out of sight until the learner acts (05 and 11 so far): for each prompt, the
+# answer's text is neither in the prompt, nor in the code that runs it (a hard-coded print or an
+# assert), nor in the first line of a collapsed output (JupyterLab shows it), nor in the markdown
+# right after the run outside a <details> reveal; and that markdown opens with the reveal.
+ANSWERS = {  # notebook: [(words of the prompt, texts that give its answer away)]
+    "05_training_base64_pairs": [("where will its held-out loss land", ["4.35", "b''", "unigram baseline"]),
+                                 ("how far back must the row that writes output byte 7", ["[12]", "12 back"]),
+                                 ("Which climbs first", ["Looking comes first", "first, then"])],
+    "11_how_small": [("Is the distance the same?", ["different from\npair to pair", "No: the distance"]),
+                     ("How many steps will your numbering need", ["100 steps", "only about 100"])],
+}
+
+
+def outside_details(text: str) -> str:
+    return re.sub(r"<details>.*?</details>", "", text, flags=re.S)
+
+
+def first_output_line(cell) -> str:
+    for output in cell.get("outputs", []):
+        text = "".join(output.get("text", "")) or "".join(output.get("data", {}).get("text/plain", ""))
+        if text.strip():
+            return text.strip().splitlines()[0]
+    return ""
+
+
+@pytest.mark.parametrize("stem", sorted(ANSWERS))
+def test_no_answer_is_visible_before_the_learner_acts(stem):
+    path = ROOT / "notebooks" / f"{stem}.ipynb"
+    found = {words: False for words, _ in ANSWERS[stem]}
+    for i, text, cells in prompts(path, "Predict"):
+        matching = [(words, answers) for words, answers in ANSWERS[stem] if words in text]
+        assert matching, f"{path.name}, markdown cell {i}: a prediction this test does not know; add its answers"
+        words, answers = matching[0]
+        found[words] = True
+        j = i + 1
+        run = []
+        while j < len(cells) and cells[j]["cell_type"] == "code":
+            run.append(cells[j])
+            j += 1
+        after = "".join(cells[j]["source"]) if j < len(cells) else ""
+        assert after.lstrip().startswith("<details>"), \
+            f"{path.name}: the markdown after the prediction in cell {i} does not open with a <details> reveal"
+        visible = [outside_details(text), outside_details(after)]
+        visible += ["".join(c["source"]) for c in run] + [first_output_line(c) for c in run]
+        for answer in answers:
+            shown = [v for v in visible if answer in v]
+            assert not shown, f"{path.name}: the answer to cell {i}'s prediction ({answer!r}) is visible: {shown[0][:200]!r}"
+    assert all(found.values()), f"{path.name}: predictions no longer there: {[w for w, f in found.items() if not f]}"

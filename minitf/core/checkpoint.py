@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import pickle
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from .config import Config
-from .data import Pair, make_splits
+from .data import Pair, make_pairs, make_splits
 from .files import atomic_write
 from .model import Transformer
 
@@ -203,6 +204,40 @@ def checkpoint_pairs(model, n_val: int | None = None) -> tuple[list[Pair], list[
                          f"trained by {trained}. Only a model that `python -m minitf train` trained "
                          "on generated pairs (no --train, no --text) records them")
     return make_splits(**{**made, **({} if n_val is None else {"n_val": n_val})})
+
+
+def fresh_pairs(task: str, n: int, *, seed: int, unseen_by=(), repeats: float = 0.0) -> list[Pair]:
+    """`n` generated pairs of `task` whose inputs no model of `unseen_by` trained or was validated
+    on (each model's pairs remade by checkpoint_pairs): a test on inputs the models never saw."""
+    seen = [p.input for model in unseen_by for p in sum(checkpoint_pairs(model), [])]
+    return make_pairs(task, n, seed=seed, repeats=repeats, exclude=seen)
+
+
+@dataclass(frozen=True)
+class LossCurves:
+    """The losses a training run stored in its checkpoint: the held-out loss at each evaluation,
+    and the training loss as means of `every` steps."""
+    val_steps: list[int]
+    val_loss: list[float]
+    train_loss: list[float]
+    every: int
+
+    def recent_train_loss(self, steps: int) -> float:
+        """The mean training loss over the run's last `steps` steps."""
+        last = self.train_loss[-max(1, steps // self.every):]
+        return sum(last) / len(last)
+
+
+def loss_curves(model) -> LossCurves:
+    """The loss curves `python -m minitf train` stored in a checkpoint's metadata, so a notebook
+    reads them by name instead of parsing the metadata."""
+    metadata = getattr(model, "metadata", {})
+    if "val_curve" not in metadata or "loss_curve" not in metadata:
+        raise ValueError(f"this model stores no loss curves (metadata has {sorted(metadata)}); only "
+                         "a checkpoint that `python -m minitf train` wrote with --eval-every has them")
+    curve = metadata["val_curve"]
+    return LossCurves([v["step"] for v in curve], [v["loss"] for v in curve],
+                      list(metadata["loss_curve"]), metadata["loss_curve_every"])
 
 
 def add_metadata(path, **entries) -> Path:

@@ -436,7 +436,7 @@ EXERCISES = {e.name: e for e in [
              outcome=_ablated_logits, library={ablate_heads: "minitf.ablate_heads"},
              own_work="copy.deepcopy and writing zeros into the weight under torch.no_grad() are fine: "
                       "minitf.ablate_heads is the ablation itself"),
-    Exercise("position_ids", "11", "position coupling: output byte j gets input byte j's position id",
+    Exercise("position_ids", "05", "position coupling: output byte j gets input byte j's position id",
              2, 15, lambda ids: position_ids(ids, "coupled"), _position_ids_cases,
              "for each row: before the first TAB, token t gets t + 1; from the first TAB on, t minus "
              "the first TAB's index (so the TAB gets 0, output byte j gets j + 1); a row without any "

@@ -70,6 +70,27 @@ class TinySweep:
     def __repr__(self):
         return self.table()
 
+    def _number_ablation(self, ax, ablation: list[SweepConfig]) -> None:
+        """Number each ablation median on the plot (points that sit on one another share a label)
+        and key the numbers in a box: the orange points name their change."""
+        clusters: list[list[tuple[int, SweepConfig]]] = []
+        for i, c in enumerate(ablation, 1):
+            for cluster in clusters:
+                p = cluster[0][1]
+                if abs(c.params / p.params - 1) < 0.05 and abs(c.exact_median - p.exact_median) < 0.08:
+                    cluster.append((i, c))
+                    break
+            else:
+                clusters.append([(i, c)])
+        for cluster in clusters:
+            c = cluster[0][1]
+            ax.annotate(",".join(str(i) for i, _ in cluster), (c.params, 100 * c.exact_median),
+                        xytext=(-6, 0), textcoords="offset points", ha="right", va="center",
+                        fontsize=9, color=GROUP_COLOURS["ablation"], fontweight="bold", zorder=4)
+        key = "\n".join(f"{i}  {c.name}" for i, c in enumerate(ablation, 1))
+        ax.text(0.535, 0.93, "ablation (orange):\n" + key, transform=ax.transAxes, fontsize=9, va="top",
+                color=GROUP_COLOURS["ablation"], bbox=dict(facecolor="white", edgecolor="0.8", alpha=0.95))
+
     def plot(self):
         """Parameters vs held-out exact match: each seed a small dot, the median a large one, the
         Pareto front as a line; returns a matplotlib Figure."""
@@ -87,8 +108,13 @@ class TinySweep:
             ax.scatter([c.params], [100 * c.exact_median], s=70, color=colour, edgecolor="black",
                        linewidth=0.6, zorder=3)
             if c.group != "ablation" and c.name != self.smallest_solver:  # (those are named apart)
-                ax.annotate(c.name, (c.params, 100 * c.exact_median), xytext=(7, -3),
-                            textcoords="offset points", fontsize=9, color=colour, zorder=4)
+                # a name on the Pareto front sits above its point, folded after its comma so that it
+                # ends before the dashed step climbs to the next point
+                on_front = c.name in self.front
+                ax.annotate(c.name.replace(", ", ",\n") if on_front else c.name, (c.params, 100 * c.exact_median),
+                            xytext=(3, 6) if on_front else (7, -3), textcoords="offset points", fontsize=9,
+                            color=colour, zorder=4, va="bottom" if on_front else "baseline")
+        self._number_ablation(ax, [c for c in shown if c.group == "ablation"])
         front = [self.configs[n] for n in self.front if n != "solver"]
         ax.step([c.params for c in front], [100 * c.exact_median for c in front], where="post",
                 color="0.3", lw=1.2, ls="--", zorder=1)

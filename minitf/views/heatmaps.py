@@ -108,8 +108,12 @@ def draw_head(ax, weights: torch.Tensor, labels: list[str], title: str = "", fon
 def mark_sources(ax, task: str, n_input: int, n_output: int) -> None:
     """Red rings where a head doing `task` should look: column source_position(task, n, k) of row n+k."""
     rows = range(min(n_input, n_output))
+    # a ring inside its cell (0.75 of the cell's side), so the weight under it stays visible
+    width_points = ax.get_position().width * ax.figure.get_figwidth() * 72
+    cells = ax.get_xlim()[1] - ax.get_xlim()[0]
+    ring = max(3.0, 0.75 * width_points / cells)
     ax.scatter([source_position(task, n_input, k) for k in rows], [n_input + k for k in rows],
-               s=160, facecolors="none", edgecolors="red", linewidths=1.5, label="expected source byte")
+               s=ring ** 2, facecolors="none", edgecolors="red", linewidths=1.0, label="expected source byte")
 
 
 def plot_attention(weights: list[torch.Tensor], labels: list[str], layers=None, heads=None,

@@ -244,7 +244,7 @@ class TrainingView(ShowsPicture):
         ax_frac.set_title("exact match, and where the heads look", fontsize=10)
         ax_frac.legend(fontsize=8, loc="best")  # placed where the lines are not, at each draw
 
-        size = label_size(panel, len(labels))
+        size = max(10.0, label_size(panel, len(labels)))  # 10 pt: the heatmaps' bytes read at the column's width
         left = (width - H * panel - (H - 1) * 0.2 - 0.9) / 2 + 0.2  # centred, with the colorbar
         heads = []
         for h in range(H):
