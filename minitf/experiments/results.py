@@ -917,3 +917,10 @@ def load_lm_envelope(path: Path | None = None) -> LMEnvelope:
     env = {float(b): (v[0], v[1]) for b, v in raw["envelope"].items()}
     return LMEnvelope(raw["command"], raw["budget_flops"], raw["sizes"], points, env, raw["rescored"],
                       raw.get("into_best", {}))
+
+
+def load_norm_position():
+    """04's stored study of pre-norm against post-norm (minitf.experiments.norm_position), under the
+    same name as the other stored results: `minitf.results.load_norm_position()`."""
+    from .norm_position import load_norm_position as load
+    return load()
