@@ -265,3 +265,16 @@ def test_04_post_norm_pins_the_stream_and_pre_norm_lets_it_grow():
     post, pre = numbers(lines[1]), numbers(lines[2])
     assert post == [1.0] * 5                                   # pinned at 1 after every block
     assert pre == sorted(pre) and pre[-1] > 1.5 * pre[0]       # grows with depth
+
+
+def test_04_the_norm_figure_shows_the_held_out_losses_its_text_reads():
+    """The left panel's lines are training losses; each run's held-out loss (the table's) is a dot at
+    its last step, and the baselines are labelled as held-out ones."""
+    study = minitf.results.load_norm_position()
+    left = study.plot().axes[0]
+    dots = sorted(round(float(line.get_ydata()[0]), 4) for line in left.lines
+                  if line.get_marker() == "o" and len(line.get_ydata()) == 1)
+    table = sorted(round(r["held_out_loss"], 4) for layout in ("post", "pre") for r in study.of(layout))
+    assert dots == table
+    labels = left.get_legend_handles_labels()[1]
+    assert "held-out loss, end" in labels and "length oracle (held out)" in labels
