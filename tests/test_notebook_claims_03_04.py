@@ -20,16 +20,27 @@ def test_the_paragraph_is_one_line_of_printable_text():
 
 
 def test_a_sharper_query_approaches_a_hard_lookup_and_zero_scores_average_the_past():
-    """03's "try this": c × the scores; large c → row 1 ≈ (0, 1, 0); c = 0 → the mean of the past."""
+    """03's "try this", as the learner types it: c × the queries (so c × every score); large c →
+    row 1 ≈ (0, 1, 0); c = 0 → every row the mean of the positions it may see."""
     Q = torch.tensor([[2., 0, 0, 0], [0, 2, 0, 0], [2, 2, 0, 0]], dtype=torch.float64)
     K = torch.eye(3, 4, dtype=torch.float64)
-    scores = Q @ K.T / 2
-    mask = minitf.causal_mask(3)
-    row1 = {c: (c * scores).masked_fill(mask, float("-inf")).softmax(-1)[1] for c in (1, 5, 20)}
+    V = torch.tensor([[1., 0], [0, 1], [1, 1]], dtype=torch.float64)
+
+    def weights(c):
+        return minitf.attention(c * Q[None, None], K[None, None], V[None, None], mask=minitf.causal_mask(3))[1][0, 0]
+
+    row1 = {c: weights(c)[1] for c in (1, 5, 20)}
     assert row1[1][1] < row1[5][1] < row1[20][1] and row1[20][1] > 0.999999
-    flat = (0 * scores).masked_fill(mask, float("-inf")).softmax(-1)
     expected = torch.tril(torch.ones(3, 3, dtype=torch.float64))
-    assert torch.allclose(flat, expected / expected.sum(1, keepdim=True))
+    assert torch.allclose(weights(0), expected / expected.sum(1, keepdim=True))
+    text = " ".join(source_03().split())
+    assert "minitf.attention(c * Q[None, None], K[None, None], V[None, None], mask=minitf.causal_mask(3))[1][0, 0]" in text
+
+
+def source_03():
+    import json
+    cells = json.loads((ROOT / "notebooks" / "03_attention.ipynb").read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells)
 
 
 def seed_split_heads(x, n_heads):
