@@ -19,7 +19,8 @@ def test_no_notebook_imports_the_cli(path):
     assert not found, f"{path.name} uses minitf.cli: {found}"
 
 
-@pytest.mark.parametrize("name", ["02_rope.ipynb", "05_training_base64_pairs.ipynb"])
+@pytest.mark.parametrize("name", ["02_rope.ipynb", "03_attention.ipynb", "04_ffn_block.ipynb",
+                                  "05_training_base64_pairs.ipynb"])
 def test_a_notebook_points_to_library_code_instead_of_printing_it(name):
     """Printed source right below an exercise is its answer; a module path is a pointer."""
     text = (ROOT / "notebooks" / name).read_text()

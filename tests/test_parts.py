@@ -271,3 +271,22 @@ def test_with_every_piece_yours_the_model_is_yours_from_its_forward_down_and_com
 
     result = parts.check(parts.Parts(model_forward=forward_without_positions), config)
     assert list(result.broken) == ["model_forward"] and "notebook 08" in str(result)
+
+
+def test_check_yours_takes_the_reference_for_an_unwritten_piece_and_names_a_wrong_one(capsys):
+    """04's one call: each config compared, a piece not yet written replaced (and said so)."""
+    import minitf
+
+    def unwritten(x, w_up, b_up, w_down, b_down):
+        raise NotImplementedError("your FFN here")
+
+    def unbiased_layer_norm(x, weight, bias, eps):
+        mean = x.mean(-1, keepdim=True)
+        return (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
+
+    right = minitf.parts.check_yours({"LayerNorm": minitf.Config()}, feed_forward=unwritten)
+    assert right["LayerNorm"].ok
+    shown = capsys.readouterr().out
+    assert "feed_forward    the reference solution" in shown and "LayerNorm: ✓" in shown
+    minitf.parts.check_yours({"post": minitf.Config()}, layer_norm=unbiased_layer_norm)  # fails its check:
+    assert "layer_norm      the reference solution" in capsys.readouterr().out        # the reference is used

@@ -327,3 +327,17 @@ def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
                       total32, tolerance32,
                       "" if isinstance(total, float) else f"it {_clause(total)}" if total.startswith("raises ")
                       else total)
+
+
+def check_yours(configs: dict[str, Config], **pieces) -> dict[str, PartsCheck]:
+    """Your pieces in a whole model, compared with minitf's under each named config, in one call: a
+    notebook then shows the comparison, not the wiring. Each piece is yours where it passes its
+    check and the reference solution where not yet (one line per piece says which), so the
+    notebook runs to its end before every exercise is written. Prints one line per config."""
+    from .exercises import yours_or_reference
+    parts = Parts(**yours_or_reference(**pieces))
+    outcomes = {}
+    for name, config in configs.items():
+        outcomes[name] = check(parts, config)
+        print(f"{name}:", outcomes[name])
+    return outcomes

@@ -107,8 +107,9 @@ class NormPositionStudy:
         return "\n".join(lines)
 
     def plot(self):
-        """Left: every run's training loss (mean of 10 steps) beside the baselines; right: each
-        layer's gradient norm over the first 20 steps, per layout."""
+        """Left: every run's training loss (mean of 10 steps), its held-out loss after the last step (a
+        dot: what the table reports) and the held-out baselines; right: each layer's gradient norm
+        over the first 20 steps, per layout."""
         from matplotlib.figure import Figure
 
         fig = Figure(figsize=(7.6, 3.6), layout="constrained")
@@ -118,10 +119,14 @@ class NormPositionStudy:
             loss = torch.tensor(r["loss"]).unfold(0, 10, 1).mean(1)
             left.plot(range(10, len(r["loss"]) + 1), loss, color=colours[r["layout"]], lw=1, alpha=0.8,
                       label=f"{r['layout']}-norm" if r["seed"] == self.seeds[0] else None)
-        for value, name, style in ((self.unigram, "unigram", ":"), (self.length_oracle, "length oracle", "--")):
+        for r in self.of("post") + self.of("pre"):  # the held-out loss the table reports, after the last step
+            left.plot(len(r["loss"]), r["held_out_loss"], "o", color=colours[r["layout"]], ms=5, mec="black", mew=0.6)
+        left.plot([], [], "o", color="white", mec="black", mew=0.6, label="held-out loss, end")
+        for value, name, style in ((self.unigram, "unigram (held out)", ":"),
+                                   (self.length_oracle, "length oracle (held out)", "--")):
             left.axhline(value, color="0.4", ls=style, lw=1.2, label=name)
-        left.set(xlabel="step", ylabel="training loss (nats)", ylim=(0, 6),
-                 title=f"{len(self.seeds)} seeds per layout")
+        left.set(xlabel="step", ylabel="loss (nats)", ylim=(0, 6),
+                 title=f"training loss (lines), {len(self.seeds)} seeds per layout")
         left.legend(loc="lower left", fontsize=9)
         for layout in ("post", "pre"):
             right.plot(range(LAYERS), self.layer_grads(layout), "o-", color=colours[layout], label=f"{layout}-norm")

@@ -10,6 +10,7 @@ their readers under one name:
     minitf.results.plot_growth_verdict()         # growth_verdict.py (07)
     minitf.results.load_lm_fast()                # lm_fast.py (14)
     minitf.results.load_lm_envelope()            # lm_envelope.py (13, 14)
+    minitf.results.load_norm_position()          # norm_position.py (04)
 
 The results travel with the package: `make bench` writes them into `minitf/experiments/stored/`
 (RESULTS), which is package data, so an installed minitf (a wheel, not only a checkout) reads them
@@ -20,6 +21,7 @@ from .ablation import ABLATION_JSON, BASELINE_LABELS, Ablation, Row, load_ablati
 from .growth_verdict import plot_growth_verdict
 from .lm_envelope import LMEnvelope, load_lm_envelope
 from .lm_fast import LMFastArm, LMFastResults, load_lm_fast
+from .norm_position import load_norm_position
 from .lm_growth import LMGrowthArm, LMGrowthCurve, LMGrowthResults, load_lm_growth
 from .origami_growth import (GROWTH_START, GrowthArm, GrowthCurve, GrowthResults,
                              RecipeGrowthResults, RecipeRun, load_growth, load_recipe_growth)
@@ -28,4 +30,4 @@ __all__ = ["RESULTS", "ABLATION_JSON", "BASELINE_LABELS", "Ablation", "Row", "lo
            "plot_growth_verdict", "LMEnvelope", "load_lm_envelope", "LMFastArm", "LMFastResults",
            "load_lm_fast", "LMGrowthArm", "LMGrowthCurve", "LMGrowthResults", "load_lm_growth",
            "GROWTH_START", "GrowthArm", "GrowthCurve", "GrowthResults", "RecipeGrowthResults",
-           "RecipeRun", "load_growth", "load_recipe_growth"]
+           "RecipeRun", "load_growth", "load_recipe_growth", "load_norm_position"]
