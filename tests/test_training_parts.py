@@ -524,25 +524,3 @@ def test_notebook_08s_model_check_answer_is_rounding_not_equality():
     check = minitf.parts.check(minitf.parts.yours(), config)
     assert check.ok and 0 < check.max_diff < 1e-13 and 1e-8 < check.float32 < 1e-4
     assert "Equal up to rounding, not exactly" in notebook_08()
-
-
-@pytest.mark.slow
-def test_notebook_08s_run_at_other_lengths_is_what_its_try_this_says():
-    # 08's path with the reference pieces, as the notebook trains it (seed 1)
-    torch.manual_seed(1)
-    parts = minitf.parts.mine(fallback=tp.reference)
-    model = minitf.parts.assemble(minitf.Config(**train_seeds.RECIPE["config"]), parts)
-    training = tp.mine(fallback=tp.reference)
-    train_pairs, _ = minitf.data.make_splits("shift", 10000, 200, repeats=0.33, val_repeats=0.33)
-    optimizer = tp.make_optimizer(model, training.adamw, lr=4e-2, weight_decay=0.01)
-    next_batch = tp.batches(train_pairs, 64, seed=1, make_batch=parts.make_batch)
-    training.train_loop(model, optimizer, next_batch,
-                        lambda m, o, i, t: training.train_step(m, o, i, t, training.output_loss, 1.0),
-                        lambda s: training.lr_at(s, 300, 4e-2, 20, 0.1), 300, 300, lambda m: {})
-    assert minitf.generate(model, b"Hello, world!") == minitf.shift_bytes(b"Hello, world!")
-    long = b"The quick brown fox."
-    out = minitf.generate(model, long)
-    assert out != minitf.shift_bytes(long) and out.startswith(minitf.shift_bytes(long))
-    text = notebook_08()
-    assert "Expect the 13-byte one to come out right" in text
-    assert "writes the 20 shifted bytes and then does not stop" in text
