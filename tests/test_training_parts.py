@@ -524,3 +524,24 @@ def test_notebook_08s_model_check_answer_is_rounding_not_equality():
     check = minitf.parts.check(minitf.parts.yours(), config)
     assert check.ok and 0 < check.max_diff < 1e-13 and 1e-8 < check.float32 < 1e-4
     assert "Equal up to rounding, not exactly" in notebook_08()
+
+
+@pytest.mark.slow  # every training piece's check runs: about 3 s
+def test_your_pieces_names_which_are_yours_and_puts_the_reference_in_a_broken_ones_place(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path / "my_parts"))
+    namespace = {"torch": torch}
+    source = tmp_path / "wrong_pieces.py"
+    source.write_text(WRONG_PIECES)
+    exec(compile(WRONG_PIECES, str(source), "exec"), namespace)
+    assert minitf.parts.save("output_loss", namespace["loss_over_every_position"]) is not None
+    assert minitf.parts.save("lr_at", solutions.my_lr_at) is not None
+    config = minitf.Config(**train_seeds.RECIPE["config"])
+    pieces = tp.your_pieces(config)
+    assert pieces.model_check.ok and list(pieces.training_check.broken) == ["output_loss"]
+    assert pieces.training.output_loss is solutions.my_output_loss  # the reference stands in
+    assert pieces.training.origin["lr_at"].startswith("yours (my_parts/lr_at.py)")
+    assert minitf.parts.yours().origin["embed"] == "reference solution (you have not saved one yet)"
+    shown = repr(pieces)
+    assert "broken piece: output_loss" in shown
+    assert re.search(r"^output_loss +reference solution \(yours is broken: see the check above\)$", shown, re.M)
+    assert re.search(r"^lr_at +yours \(my_parts/lr_at\.py\)$", shown, re.M)
