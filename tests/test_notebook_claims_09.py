@@ -105,3 +105,50 @@ def test_describe_says_what_a_checkpoint_was_trained_with(lm):
                                   "validation at step 10: loss 2.0e-04 nats, characters right 100.0%, "
                                   "whole outputs right 50.0%"]
     assert describe({}) == "no training record in this checkpoint"
+
+
+# --- what 09's cells print, read from the executed notebook (the cells assert nothing in view) -------
+
+def output_of(source_part: str) -> str:
+    cells = json.loads((ROOT / "notebooks" / "09_language_model.ipynb").read_text())["cells"]
+    cell = next(c for c in cells if c["cell_type"] == "code" and source_part in "".join(c["source"]))
+    return "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+                   for o in cell.get("outputs", []))
+
+
+def test_the_small_model_passes_the_bigram_in_the_stored_run():
+    # "In a few seconds it passes the bigram"
+    assert "validation loss below the bigram's: True" in output_of("history = minitf.train(small, text.train")
+    assert "In a few seconds it passes the bigram" in markdown()
+
+
+@pytest.mark.slow
+def test_the_small_model_passes_the_bigram_with_a_margin(text):
+    torch.manual_seed(0)
+    short = minitf.read_text(ROOT / "data" / "text" / "tinyshakespeare.txt", context=32)
+    small = minitf.Transformer(minitf.Config(d_model=32, n_heads=4, n_layers=2, d_ff=128, norm_position="pre",
+                                             dropout=0.0, max_len=32))
+    history = minitf.train(small, short.train, steps=150, batch_size=32, lr=1e-2, warmup=20, progress=False)
+    quick = minitf.evaluate_text(small, short.val, max_windows=200)
+    bigram = minitf.text_baselines(short).bigram
+    assert quick["loss"] < bigram - 0.1 and history.loss[-1] < bigram
+
+
+def test_the_sampler_widget_draws_the_notebooks_continuation_and_top_p_cuts_the_tail(lm):
+    from minitf.views.lm_view import TextSampler
+    sampler = TextSampler(lm.double(), "ROMEO:", length=60, temperature=0.8, top_p=0.9, step=1)
+    assert sampler.state["steps"] == 60 and abs(float(sampler.state["probs"].sum()) - 1) < 1e-12
+    assert int((sampler.state["probs"] > 0).sum()) < int((sampler.state["raw"] > 1e-6).sum())  # top-p cut the tail
+    assert output_of("sampler = TextSampler(") == repr(sampler)
+
+
+def test_your_model_speaks_and_the_forgetful_cache_is_named():
+    # the answer to the prediction: "The same, both times"
+    spoken = output_of("spoken = check_speaking(yours, lm").splitlines()
+    checks = [line for line in spoken if line.startswith(("✓", "✗"))]
+    assert len(checks) == 4 and all(line.startswith("✓") for line in checks), spoken
+    assert checks[-1].endswith(": True")
+    assert "**The same, both times.**" in markdown()
+    forgetful = output_of("def forgetful(").splitlines()
+    named = [line.strip().split(" — ")[0] for line in forgetful if "broken piece:" in line]
+    assert named == ["broken piece: cached_attention"], forgetful

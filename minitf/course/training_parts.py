@@ -4,7 +4,8 @@ AdamW and the loop.
 What 08 trains with: `YourAdamW`, an optimizer whose update is the learner's function; `mine` (the
 saved training pieces, the reference solutions where one is missing); `check`, the training twin of
 `minitf.parts.check`, which names the training piece that breaks, and `usable`, which puts the
-reference in a broken piece's place so the notebook still runs; `batches`, the batch stream as a
+reference in a broken piece's place so the notebook still runs (`your_pieces` does all of it in
+one call); `batches`, the batch stream as a
 function; and `renumbered`, an intervention on a trained model's position ids. The exercises' cases
 and slips are `minitf.course.training_checks`.
 """
@@ -105,6 +106,32 @@ def usable(parts, broken, fallback: Callable[[str], Callable] = reference):
     if values.get("train_step") and values.get("clip_gradients"):  # your step calls the clipping by name
         values["train_step"] = my_parts.calling(values["train_step"], my_clip_gradients=values["clip_gradients"])
     return type(parts)(**values, origin=origin)
+
+
+@dataclass
+class YourPieces:
+    """What notebook 08 trains with: your model's pieces and your training pieces, checked, each one
+    that fails its check replaced by the reference solution (the checks say why), so the run goes on."""
+    model: my_parts.Parts
+    training: TrainingParts
+    model_check: object  # minitf.parts.PartsCheck
+    training_check: "TrainingCheck"
+
+    def __repr__(self):
+        return (f"{self.model_check}\n{self.training_check}\n\n"
+                f"the model\n{self.model!r}\n\nthe training\n{self.training!r}")
+
+
+def your_pieces(config) -> YourPieces:
+    """Load and check every piece you saved (the model's for `config`, and the training's); one call
+    that says which pieces are yours, which are the reference and which of yours gave way, and why."""
+    from . import parts
+    model_parts = parts.yours()
+    model_check = parts.check(model_parts, config)
+    training = mine()
+    training_check = check(training)
+    return YourPieces(usable(model_parts, model_check.broken), usable(training, training_check.broken),
+                      model_check, training_check)
 
 
 @dataclass
