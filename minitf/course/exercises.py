@@ -35,6 +35,7 @@ from ..core.tokens import EOS, PAD, TAB
 from ..core.evaluate import masked_loss
 from ..core.train import lr_at, train, train_step, wsd_lr
 from . import by_hand
+from .cases import first_slip as _first_slip, random_case as _rand
 from .feedback import ExerciseError, check_function, check_property
 from . import training_checks
 from .my_parts import PIECES, save
@@ -69,12 +70,6 @@ class Exercise:
     def header(self) -> str:
         dots = "●" * self.difficulty + "○" * (5 - self.difficulty)
         return f"difficulty {dots} · about {self.minutes} min · {self.teaches}"
-
-
-def _rand(*shape, seed: int, low: float = -1.0, high: float = 1.0) -> torch.Tensor:
-    """float64 uniform numbers from a fixed generator: the same on every CPU."""
-    g = torch.Generator().manual_seed(seed)
-    return torch.rand(*shape, generator=g, dtype=torch.float64) * (high - low) + low
 
 
 def _embed_cases():
@@ -113,21 +108,6 @@ def _zeros_where_copies_should_be(got, expected):
             ((got == 0) & (expected != 0)).any():
         return "Yours has zeros where copies of W / k should be: every block of W' is W / k, " \
                "off the diagonal too"
-
-
-def _same(got, candidate) -> bool:
-    """got equals what a slip would compute (to the checks' tolerance, looser in float32)."""
-    if not isinstance(got, torch.Tensor) or got.shape != candidate.shape:
-        return False
-    loose = 10.0 if got.dtype == torch.float32 else 1.0
-    return torch.allclose(got.double(), candidate.double(), atol=1e-5 * loose, rtol=1e-4 * loose)
-
-
-def _first_slip(slips):
-    """A recogniser (got, expected) -> the words of the first slip whose result equals yours."""
-    def recognise(got, expected):
-        return next((words for result, words in slips if _same(got, result)), None)
-    return recognise
 
 
 def _norm_slips(x, weight, bias, eps):

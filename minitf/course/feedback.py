@@ -668,18 +668,18 @@ def compare(name: str, got, expected, atol: float = 1e-5, rtol: float = 1e-4, hi
         raise _message(name, findings, hint, hints_by_diagnosis)
 
 
-def _same(a, b) -> bool:
+def _unchanged(a, b) -> bool:
     """Deep equality of arguments, to notice a function that changed its input in place."""
     if isinstance(a, torch.Tensor):
         return (isinstance(b, torch.Tensor) and a.shape == b.shape and a.dtype == b.dtype
                 and bool(((a == b) | (a != a) & (b != b)).all()))  # nan equals nan here
     if isinstance(a, torch.nn.Module):
         sa, sb = a.state_dict(), b.state_dict()
-        return sa.keys() == sb.keys() and all(_same(sa[k], sb[k]) for k in sa)
+        return sa.keys() == sb.keys() and all(_unchanged(sa[k], sb[k]) for k in sa)
     if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_unchanged(x, y) for x, y in zip(a, b))
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(_unchanged(a[k], b[k]) for k in a)
     return not _differs(a, b)
 
 
@@ -700,8 +700,8 @@ def _changed(fns, before, after) -> str:
     """Which arguments the learner's function changed in place: "its argument `x`", or ""."""
     (args0, kwargs0), (args1, kwargs1) = before, after
     names = _positional_names(fns, len(args1))
-    changed = [names[i] for i, (a, b) in enumerate(zip(args0, args1)) if not _same(a, b)]
-    changed += [k for k in kwargs1 if not _same(kwargs0[k], kwargs1[k])]
+    changed = [names[i] for i, (a, b) in enumerate(zip(args0, args1)) if not _unchanged(a, b)]
+    changed += [k for k in kwargs1 if not _unchanged(kwargs0[k], kwargs1[k])]
     if not changed:
         return ""
     return f"its argument{'s' if len(changed) > 1 else ''} " + ", ".join(f"`{c}`" for c in changed)

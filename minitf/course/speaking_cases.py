@@ -19,19 +19,15 @@ from ..core.attention import MultiHeadAttention, attention, causal_mask
 from ..core.config import Config
 from ..core.kv_cache import LayerCache
 from ..core.rope import rope_angles
+from .cases import random_case, same
 
 # --- next_byte_probs ---------------------------------------------------------------------------------
-
-
-def _logits(rows: int, vocab: int, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.rand(rows, vocab, generator=g, dtype=torch.float64) * 6 - 3
 
 
 def sampling_cases() -> list[tuple]:
     """(logits, temperature, top_k, top_p): each setting alone, greedy, ties at the k-th logit, a
     nucleus whose border byte crosses p, everything at once, and a full 256-byte row."""
-    plain = _logits(2, 10, 0)
+    plain = random_case(2, 10, seed=0, low=-3, high=3)
     tied = torch.tensor([[2.0, 1.0, 1.0, 1.0, 0.5, -1.0, 0.0, 1.5, -2.0, 0.25],   # 3rd largest: 1.0, three times
                          [0.0, 3.0, 1.0, 1.0, -1.0, 2.0, 0.5, -0.5, 0.0, 1.0]], dtype=torch.float64)
     # softmax of these: 0.5, 0.3, 0.2 (the rest next to nothing): p = 0.7 keeps two bytes, the
@@ -40,7 +36,7 @@ def sampling_cases() -> list[tuple]:
                                       [0.25, 0.15, 0.6] + [1e-12] * 7], dtype=torch.float64))
     return [(plain, 1.0, None, None), (plain, 0.5, None, None), (plain, 2.0, None, None),
             (plain, 0.0, None, None), (tied, 1.0, 3, None), (nucleus, 1.0, None, 0.7),
-            (_logits(2, 10, 1), 0.8, 5, 0.6), (_logits(1, 256, 2), 0.7, 40, 0.9)]
+            (random_case(2, 10, seed=1, low=-3, high=3), 0.8, 5, 0.6), (random_case(1, 256, seed=2, low=-3, high=3), 0.7, 40, 0.9)]
 
 
 def _top_p_keep(probs, top_p, rule):
@@ -114,22 +110,12 @@ def sampling_slips(logits, temperature, top_k, top_p):
         if temperature == 0 and isinstance(got, torch.Tensor) and got.isnan().any():
             return ("yours divides by T = 0, which gives NaN: temperature 0 means greedy decoding, a "
                     "one-hot row on the argmax; test for it before dividing")
-        return next((words for result, words in slips if _same(got, result)), None)
+        return next((words for result, words in slips if same(got, result)), None)
     recognise.__name__ = "_sampling_slip"
     return (recognise,)
 
 
 # --- cached_attention ---------------------------------------------------------------------------------
-
-
-def _same(got, candidate) -> bool:
-    """got equals what a slip would compute (to the checks' tolerance, looser in float32)."""
-    if not isinstance(got, torch.Tensor) or not isinstance(candidate, torch.Tensor) \
-            or got.shape != candidate.shape:
-        return False
-    loose = 10.0 if got.dtype == torch.float32 else 1.0
-    return bool(torch.allclose(got.double(), candidate.double(), atol=1e-5 * loose, rtol=1e-4 * loose,
-                               equal_nan=True))
 
 
 def attention_layer(seed: int, d_model: int = 8, n_heads: int = 2) -> MultiHeadAttention:
@@ -214,6 +200,6 @@ def cached_attention_slips(attn, x, keys, values):
     slips = [(tuple(t.detach() for t in result), words) for result, words in slips]
 
     def recognise(got, expected):
-        return next((words for result, words in slips if any(_same(got, r) for r in result)), None)
+        return next((words for result, words in slips if any(same(got, r) for r in result)), None)
     recognise.__name__ = "_cache_slip"
     return (recognise,)

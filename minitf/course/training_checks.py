@@ -22,6 +22,7 @@ from ..core.evaluate import masked_loss
 from ..core.model import Transformer
 from ..core.tokens import IGNORE
 from ..core.train import lr_at
+from .cases import random_case as _rand, same as _same
 from .feedback import ExerciseError, _describe
 
 # piece → (the call the training makes, the notebook whose exercise writes it)
@@ -35,21 +36,6 @@ TRAINING_PIECES = {
     "train_loop": ("train_loop(model, optimizer, next_batch, step_fn, schedule, steps, "
                    "eval_every, evaluate) → history", "08"),
 }
-
-
-def _rand(*shape, seed: int, low: float = -1.0, high: float = 1.0) -> torch.Tensor:
-    """float64 uniform numbers from a fixed generator: the same on every CPU."""
-    g = torch.Generator().manual_seed(seed)
-    return torch.rand(*shape, generator=g, dtype=torch.float64) * (high - low) + low
-
-
-def _same(got, candidate) -> bool:
-    """got equals what a slip computes (to the checks' tolerance, looser in float32)."""
-    if not isinstance(got, torch.Tensor) or not isinstance(candidate, torch.Tensor) \
-            or got.shape != candidate.shape or not got.is_floating_point():
-        return False
-    loose = 10.0 if got.dtype == torch.float32 else 1.0
-    return torch.allclose(got.double(), candidate.double(), atol=1e-5 * loose, rtol=1e-4 * loose)
 
 
 def _slips(name: str, results: list[tuple[object, str]], reference: tuple | None = None) -> Callable:
