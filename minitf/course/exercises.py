@@ -55,7 +55,7 @@ class Exercise:
     outcome: Callable | None = None  # applied to both results before comparing (e.g. a model → its logits)
     options: dict = field(default_factory=dict)  # passed on to check_function
     # the library functions this exercise re-creates ({function: its name}): a learner's function
-    # that calls one is refused (feedback._LibraryWatch), and `own_work` is then the hint: what is
+    # that calls one is refused (feedback.library_watch), and `own_work` is then the hint: what is
     # the learner's to write, and which calls are fine
     library: dict = field(default_factory=dict)
     own_work: str = ""
