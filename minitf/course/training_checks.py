@@ -25,19 +25,6 @@ from ..core.train import lr_at
 from .cases import random_case as _rand, same as _same
 from .feedback import ExerciseError, _describe
 
-# piece → (the call the training makes, the notebook whose exercise writes it)
-TRAINING_PIECES = {
-    "output_loss": ("output_loss(logits, targets) → mean cross-entropy over the output part", "08"),
-    "clip_gradients": ("clip_gradients(parameters, max_norm): one norm over all gradients, scaled "
-                       "down to max_norm when above it", "08"),
-    "train_step": ("train_step(model, optimizer, ids, targets, loss_fn, clip) → loss", "08"),
-    "lr_at": ("lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate", "08"),
-    "adamw": ("adamw(param, grad, m, v, t, lr, betas, eps, weight_decay) → (param, m, v)", "08"),
-    "train_loop": ("train_loop(model, optimizer, next_batch, step_fn, schedule, steps, "
-                   "eval_every, evaluate) → history", "08"),
-}
-
-
 def _slips(name: str, results: list[tuple[object, str]], reference: tuple | None = None) -> Callable:
     """A recogniser (got, expected) → the words of the first slip whose result equals yours.
     A driver's result is a tuple (losses, weights, …): then `reference` is the expected tuple, and a

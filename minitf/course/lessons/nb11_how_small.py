@@ -1,0 +1,39 @@
+"""Notebook 11: position coupling, the ids that pair output byte j with input byte j."""
+from __future__ import annotations
+
+import torch
+
+from ...core.rope import position_ids
+from ...core.tokens import EOS, PAD, TAB
+from ..declaration import Exercise
+
+
+def _position_ids_cases():
+    """Pairs of several lengths in one padded batch, a row of plain text (no TAB) and the edge cases."""
+    def row(text: bytes, width: int) -> list[int]:
+        return list(text) + [PAD] * (width - len(text))
+
+    pair = lambda a, b: a + bytes([TAB]) + b + bytes([EOS])
+    batch = [pair(b"abc", b"bcd"), pair(b"hello", b"ifmmp"), pair(b"z", b"{")]
+    width = max(map(len, batch))
+    return [(torch.tensor([list(pair(b"abc", b"bcd"))]),),
+            (torch.tensor([row(r, width) for r in batch]),),
+            (torch.tensor([list(b"no tab here"), list(b"a\tb\tc\tdefgh")]),),
+            (torch.tensor([[TAB, 66, EOS]]),)]
+
+
+EXERCISES = [
+    Exercise("position_ids", "11", "position coupling: output byte j gets input byte j's position id",
+             2, 15, lambda ids: position_ids(ids, "coupled"), _position_ids_cases,
+             "for each row: before the first TAB, token t gets t + 1; from the first TAB on, t minus "
+             "the first TAB's index (so the TAB gets 0, output byte j gets j + 1); a row without any "
+             "TAB is t + 1 throughout. Later TABs do not restart the count",
+             options={"hints_by_diagnosis": {
+                 "offset": "every id is off by the same amount: input byte j gets j + 1 and the TAB 0",
+                 "dtype": "ids are whole numbers: build them from torch.arange (a long tensor)"}},
+             library={position_ids: "minitf.rope.position_ids"},
+             own_work="torch.arange, comparisons, cumsum, argmax and torch.where are fine: "
+                      "minitf.rope.position_ids is the numbering itself",
+             fills="model", order=13,
+             call="position_ids(ids) → (B, T) coupled ids (used when config.position_ids='coupled')"),
+]
