@@ -8,7 +8,7 @@ positions S … S+T−1, append the keys and values, let the queries attend over
 the rows S … S+T−1 of the causal mask.
 
 Each slip is a variant of the right computation; a learner's result that equals one is named in
-words. The exercises themselves are registered in `exercises.EXERCISES`; `speaking` runs the pieces
+words. The exercises are declared in `lessons.nb09_language_model`; `speaking` runs the pieces
 in a model. This module imports only the core, so both can import it.
 """
 from __future__ import annotations

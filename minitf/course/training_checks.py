@@ -1,6 +1,6 @@
 """The checks of notebook 08's training exercises: their cases, the drivers that turn a piece into
-numbers to compare, and the common slips each check recognises (minitf.course.exercises registers
-the exercises; minitf.course.training_parts is what 08 trains with).
+numbers to compare, and the common slips each check recognises (minitf.course.lessons.nb08_training
+declares the exercises; minitf.course.training_parts is what 08 trains with).
 
 A piece that changes weights in place (a training step, a loop) is checked through a driver: the
 driver runs the piece and the reference on copies of the same model, for a few steps, and returns
