@@ -11,9 +11,11 @@ from typing import Callable
 import torch
 
 
-def random_case(*shape, seed: int, low: float = -1.0, high: float = 1.0) -> torch.Tensor:
-    """float64 uniform numbers in [low, high) from a fixed generator: the same on every CPU."""
-    g = torch.Generator().manual_seed(seed)
+def random_case(*shape, seed: int | torch.Generator, low: float = -1.0,
+                high: float = 1.0) -> torch.Tensor:
+    """float64 uniform numbers in [low, high) from a fixed generator: the same on every CPU.
+    `seed` is a number, or a seeded torch.Generator to draw several tensors of one case from."""
+    g = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(seed)
     return torch.rand(*shape, generator=g, dtype=torch.float64) * (high - low) + low
 
 

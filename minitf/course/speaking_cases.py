@@ -167,8 +167,7 @@ def cached_attention_cases() -> list[tuple]:
     for seed, (B, S, T) in enumerate([(1, 4, 1), (2, 0, 3), (2, 2, 3)]):
         attn = attention_layer(seed)
         g = torch.Generator().manual_seed(100 + seed)
-        past = torch.rand(B, S, 8, generator=g, dtype=torch.float64) * 2 - 1
-        x = torch.rand(B, T, 8, generator=g, dtype=torch.float64) * 2 - 1
+        past, x = random_case(B, S, 8, seed=g), random_case(B, T, 8, seed=g)
         keys = values = torch.zeros(B, 2, 0, 4, dtype=torch.float64)  # nothing cached yet
         if S:  # the cache of the S positions read before
             with torch.no_grad():
