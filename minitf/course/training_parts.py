@@ -5,8 +5,8 @@ What 08 trains with: `YourAdamW`, an optimizer whose update is the learner's fun
 saved training pieces, the reference solutions where one is missing); `check`, the training twin of
 `minitf.parts.check`, which names the training piece that breaks, and `usable`, which puts the
 reference in a broken piece's place so the notebook still runs; `batches`, the batch stream as a
-function; and `renumbered`, an intervention on a trained model's position ids. The exercises' cases
-and slips are `minitf.course.training_checks`.
+function; and `renumbered`, an intervention on a trained model's position ids. The exercises (their cases
+and slips) are declared in `minitf.course.lessons` (nb08_loss_and_step, …).
 """
 from __future__ import annotations
 
