@@ -1,7 +1,6 @@
 """Notebook 05: the batch, one padded sequence per pair with targets on the output only."""
 from __future__ import annotations
 
-
 from ...core.data import Pair, make_batch, make_pairs
 from ..declaration import Exercise
 

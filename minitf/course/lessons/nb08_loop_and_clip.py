@@ -8,13 +8,13 @@ import inspect as _inspect
 import torch
 from torch.nn.utils import clip_grad as _clip_grad
 
-from .. import training_checks
-from ..training_checks import reference_loop
 from ...core.data import make_batch, make_pairs
 from ...core.evaluate import masked_loss
 from ...core.train import lr_at, train
+from .. import training_checks
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
 from ..declaration import Exercise
+from ..training_checks import reference_loop
 
 
 # --- 5 · the training loop -------------------------------------------------------------------------

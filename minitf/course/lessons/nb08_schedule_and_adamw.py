@@ -6,12 +6,12 @@ import math
 import torch
 from torch.optim import adam as torch_adam
 
-from .. import training_checks
-from ..training_checks import torch_adamw_step
 from ...core.train import lr_at, wsd_lr
+from .. import training_checks
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers
 from ..declaration import Exercise
 from ..feedback import ExerciseError, _describe
+from ..training_checks import torch_adamw_step
 
 
 # --- 3 · warm-up, then cosine ----------------------------------------------------------------------

@@ -2,7 +2,6 @@
 rotation), judged by what they must do (`minitf.course.by_hand`)."""
 from __future__ import annotations
 
-
 from .. import by_hand
 from ..declaration import Exercise
 
