@@ -12,7 +12,8 @@ import minitf
 from conftest import ROOT, assert_close_float32
 from minitf import attention, causal_mask, solutions
 from minitf.core.rope import rope_angles
-from minitf.course import exercises, speaking, speaking_cases
+from minitf.course import exercises, speaking
+from minitf.course.lessons import nb09_language_model as nb09
 from minitf.course.speaking import check_speaking, speaking_model
 
 # --- the sampler ---------------------------------------------------------------------------------------
@@ -60,7 +61,7 @@ SAMPLER_SLIPS = {
 
 def test_the_reference_sampler_passes_and_equals_minitfs_in_both_dtypes():
     assert exercises.run_check("next_byte_probs", solutions.my_next_byte_probs).startswith("✓")
-    for logits, T, k, p in speaking_cases.sampling_cases():
+    for logits, T, k, p in nb09.sampling_cases():
         for dtype in (torch.float64, torch.float32):
             got = solutions.my_next_byte_probs(logits.to(dtype), T, k, p)
             assert got.dtype == dtype
@@ -75,7 +76,7 @@ def test_each_sampler_slip_is_named(slip):
 
 
 def test_the_cases_hold_the_situations_the_slips_need():
-    cases = speaking_cases.sampling_cases()
+    cases = nb09.sampling_cases()
     tied = next(c for c in cases if c[2] == 3)[0]
     for row in tied:  # more than k logits at least the k-th largest
         assert int((row >= row.topk(3).values[-1]).sum()) > 3
@@ -127,7 +128,7 @@ CACHE_SLIPS = {
 
 def test_the_reference_step_passes_and_the_module_forward_is_refused():
     assert exercises.run_check("cached_attention", solutions.my_cached_attention).startswith("✓")
-    assert not exercises.passes("cached_attention", speaking_cases.cached_attention_reference)
+    assert not exercises.passes("cached_attention", nb09.cached_attention_reference)
 
 
 @pytest.mark.parametrize("slip", CACHE_SLIPS)
@@ -146,10 +147,10 @@ def test_a_step_that_is_right_only_in_float64_is_caught_in_float32():
 
 
 def test_the_written_out_variant_is_the_modules_own_step():
-    for attn, x, keys, values in speaking_cases.cached_attention_cases():
+    for attn, x, keys, values in nb09.cached_attention_cases():
         with torch.no_grad():
-            want = speaking_cases.cached_attention_reference(attn, x, keys, values)
-            got = speaking_cases._step_variant(attn, x, keys, values)
+            want = nb09.cached_attention_reference(attn, x, keys, values)
+            got = nb09._step_variant(attn, x, keys, values)
         for g, w in zip(got, want):
             torch.testing.assert_close(g, w)
 
@@ -313,6 +314,6 @@ def test_09_states_each_exercise_as_its_registry_does():
     for name in ("next_byte_probs", "cached_attention"):
         ex = exercises.EXERCISES[name]
         assert f"Difficulty {'●' * ex.difficulty}{'○' * (5 - ex.difficulty)} · about {ex.minutes} min" in said
-    shapes = [(x.size(0), keys.size(2), x.size(1)) for _, x, keys, _ in speaking_cases.cached_attention_cases()]
+    shapes = [(x.size(0), keys.size(2), x.size(1)) for _, x, keys, _ in nb09.cached_attention_cases()]
     assert shapes == [(1, 4, 1), (2, 0, 3), (2, 2, 3)]  # (B, cached, new)
     assert "one byte after four cached, a 3-byte prompt into an empty cache and three bytes after two" in said

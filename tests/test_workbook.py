@@ -9,6 +9,7 @@ import torch.nn.functional as F
 import minitf
 from conftest import ROOT
 from minitf import parts, solutions, workbook
+from minitf.course import declaration
 
 NAMES = list(workbook.EXERCISES)
 
@@ -308,11 +309,14 @@ def test_every_exercise_appears_in_its_notebook():
 @pytest.mark.parametrize("notebook, name, index", exercise_uses())
 def test_each_exercise_has_hints_and_the_reference_solution_after_it(notebook, name, index):
     cells = notebook_cells(notebook)
-    after = "\n".join("".join(c["source"]) for c in cells[index + 1:index + 4] if c["cell_type"] == "markdown")
-    assert after.count("<details>") >= 2 and "Hint" in after, f"{notebook}: {name} has no hints after it"
+    # the cell contract is written once, in minitf.course.declaration.Exercise's docstring
+    after = "\n".join("".join(c["source"]) for c in cells[index + 1:index + 1 + declaration.SOLUTION_WITHIN]
+                      if c["cell_type"] == "markdown")
+    assert after.count("<details>") >= declaration.HINTS_AFTER and "Hint" in after, \
+        f"{notebook}: {name} has no hints after it (the cell contract: minitf.course.declaration.Exercise)"
     assert workbook.solution_markdown(name) in after, \
         f"{notebook}: the solution block of {name} differs from minitf/course/solutions.py " \
-        "(paste minitf.workbook.solution_markdown(name))"
+        "(paste minitf.workbook.solution_markdown(name); the cell contract: minitf.course.declaration.Exercise)"
 
 
 @pytest.mark.parametrize("notebook, name, index", exercise_uses())

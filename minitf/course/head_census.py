@@ -4,7 +4,7 @@ checked against the same measurement made here, with the slip named when it diff
 The answer is a measurement, not a function, so it is checked as numbers: a table left empty, keys
 in the other order, every head at 0.0 (pairs of another task), every head at the whole model's
 score (nothing switched off) and heads switched off one on top of the other each get their own
-sentence, as the other exercises' slips do (feedback.py).
+sentence, as the other exercises' slips do (minitf.course.feedback).
 """
 from __future__ import annotations
 

@@ -14,62 +14,41 @@ import os
 import sys
 import textwrap
 import types
-from dataclasses import dataclass, field
+from dataclasses import field, make_dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
 
 from ..core.tokens import EOS, IGNORE, PAD, TAB
+from .lessons import pieces
 
-# piece → (the call the model makes, the notebook whose exercise writes it)
-PIECES = {
-    "embed": ("embed(ids, table) → (B, T, C)", "01"),
-    "apply_rope": ("apply_rope(x, cos, sin) → x with each pair rotated", "02"),
-    "causal_mask": ("causal_mask(T) → (T, T) bool, True where i may not look at j", "03"),
-    "softmax": ("softmax(x) over the last dimension, stable (your attention calls it)", "03"),
-    "attention": ("attention(q, k, v, mask) → (output, weights)", "03"),
-    "multi_head_attention": ("multi_head_attention(attn, x, cos, sin) → (output, weights): the "
-                             "projections and heads around your attention", "03"),
-    "layer_norm": ("layer_norm(x, weight, bias, eps)", "04"),
-    "rms_norm": ("rms_norm(x, weight, eps)", "04"),
-    "feed_forward": ("feed_forward(x, w_up, b_up, w_down, b_down), ReLU", "04"),
-    "swiglu": ("swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.ffn_gate)", "04"),
-    "block": ("block(block, h, cos, sin) → (h, weights): the sub-layers, their residuals and norms", "04"),
-    "model_forward": ("model_forward(model, ids) → logits: the embedding, the blocks, the final "
-                      "norm and the head", "08"),
-    "make_batch": ("make_batch(pairs) → (ids, targets)", "05"),
-    "position_ids": ("position_ids(ids) → (B, T) coupled ids (used when config.position_ids='coupled')", "11"),
-}
+# piece → (the call the model makes, the notebook whose exercise writes it), from the exercises'
+# declarations (Exercise.fills == "model"), in the order Parts lists them
+PIECES = pieces("model")
 
 
-@dataclass(frozen=True)
-class Parts:
-    """The learner's functions, one per piece; None keeps minitf's own."""
-    embed: Callable | None = None
-    apply_rope: Callable | None = None
-    causal_mask: Callable | None = None
-    softmax: Callable | None = None  # no slot of its own in the model: your attention calls it
-    attention: Callable | None = None
-    multi_head_attention: Callable | None = None
-    layer_norm: Callable | None = None
-    rms_norm: Callable | None = None
-    feed_forward: Callable | None = None
-    swiglu: Callable | None = None
-    block: Callable | None = None
-    model_forward: Callable | None = None
-    make_batch: Callable | None = None
-    position_ids: Callable | None = None
-    origin: dict = field(default_factory=dict, compare=False)  # piece → where it came from
-
+def parts_class(name: str, registry: dict, doc: str, module: str = __name__) -> type:
+    """A frozen dataclass with one field per piece of `registry` (None: minitf's own) and `origin`
+    (piece → where it came from): Parts for the model's pieces, TrainingParts for the training's."""
     def given(self) -> list[str]:
-        return [name for name in PIECES if getattr(self, name) is not None]
+        return [piece for piece in registry if getattr(self, piece) is not None]
 
     def __repr__(self):
-        width = max(len(name) for name in PIECES)
-        rows = [f"{name:<{width}}  {self.origin.get(name, 'yours') if getattr(self, name) else 'minitf'}"
-                for name in PIECES]
-        return "\n".join(rows)
+        width = max(len(piece) for piece in registry)
+        return "\n".join(f"{piece:<{width}}  {self.origin.get(piece, 'yours') if getattr(self, piece) else 'minitf'}"
+                         for piece in registry)
+
+    fields = [(piece, "Callable | None", field(default=None)) for piece in registry]
+    fields.append(("origin", dict, field(default_factory=dict, compare=False)))
+    cls = make_dataclass(name, fields, frozen=True,
+                         namespace={"__doc__": doc, "given": given, "__repr__": __repr__})
+    cls.__module__ = module  # where it is defined, for its repr and for pickle
+    return cls
+
+
+# softmax has no slot of its own in the model: your attention calls it
+Parts = parts_class("Parts", PIECES, "The learner's functions, one per piece; None keeps minitf's own.")
 
 
 def folder() -> Path:

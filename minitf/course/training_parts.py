@@ -5,14 +5,14 @@ What 08 trains with: `YourAdamW`, an optimizer whose update is the learner's fun
 saved training pieces, the reference solutions where one is missing); `check`, the training twin of
 `minitf.parts.check`, which names the training piece that breaks, and `usable`, which puts the
 reference in a broken piece's place so the notebook still runs (`your_pieces` does all of it in
-one call); `batches`, the batch stream as a
-function; and `renumbered`, an intervention on a trained model's position ids. The exercises' cases
-and slips are `minitf.course.training_checks`.
+one call); `batches`, the batch stream as a function; and `renumbered`, an intervention on a
+trained model's position ids. The exercises (their cases and slips) are declared in
+`minitf.course.lessons` (nb08_loss_and_step, …).
 """
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -21,7 +21,7 @@ from ..core.data import make_batch
 from . import my_parts
 from .exercises import run_check
 from .feedback import ExerciseError
-from .training_checks import TRAINING_PIECES
+from .lessons import pieces
 
 # --- your AdamW, as an optimizer ---------------------------------------------------------------------
 
@@ -62,24 +62,12 @@ def make_optimizer(model, update: Callable, lr: float, weight_decay: float = 0.0
 
 # --- the training pieces in 08: saved, loaded back, checked ----------------------------------------
 
-@dataclass(frozen=True)
-class TrainingParts:
-    """The learner's training functions, one per piece (TRAINING_PIECES); None: minitf's own."""
-    output_loss: Callable | None = None
-    clip_gradients: Callable | None = None
-    train_step: Callable | None = None
-    lr_at: Callable | None = None
-    adamw: Callable | None = None
-    train_loop: Callable | None = None
-    origin: dict = field(default_factory=dict, compare=False)  # piece → where it came from
+# piece → (the call the training makes, "08"), from the declarations (Exercise.fills == "training")
+TRAINING_PIECES = pieces("training")
 
-    def given(self) -> list[str]:
-        return [name for name in TRAINING_PIECES if getattr(self, name) is not None]
-
-    def __repr__(self):
-        width = max(len(name) for name in TRAINING_PIECES)
-        return "\n".join(f"{name:<{width}}  {self.origin.get(name, 'yours') if getattr(self, name) else 'minitf'}"
-                         for name in TRAINING_PIECES)
+TrainingParts = my_parts.parts_class(
+    "TrainingParts", TRAINING_PIECES,
+    "The learner's training functions, one per piece (TRAINING_PIECES); None: minitf's own.", __name__)
 
 
 def reference(piece: str) -> Callable:

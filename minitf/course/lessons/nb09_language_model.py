@@ -1,4 +1,5 @@
-"""Notebook 09's two exercises, the cases they are checked on and the slips they recognise.
+"""Notebook 09's two exercises: their declarations, the cases they are checked on and the slips
+they recognise.
 
 `next_byte_probs`: the distribution sampling draws from (temperature, top-k, top-p), under minitf's
 one sampling rule (`minitf.core.generate`): temperature 0 is greedy, all the mass on the argmax.
@@ -8,30 +9,27 @@ positions S … S+T−1, append the keys and values, let the queries attend over
 the rows S … S+T−1 of the causal mask.
 
 Each slip is a variant of the right computation; a learner's result that equals one is named in
-words. The exercises themselves are registered in `exercises.EXERCISES`; `speaking` runs the pieces
-in a model. This module imports only the core, so both can import it.
+words. `minitf.course.speaking` runs the pieces in a model.
 """
 from __future__ import annotations
 
 import torch
 
-from ..core.attention import MultiHeadAttention, attention, causal_mask
-from ..core.config import Config
-from ..core.kv_cache import LayerCache
-from ..core.rope import rope_angles
+from ...core.attention import MultiHeadAttention, attention, causal_mask
+from ...core.config import Config
+from ...core.generate import next_byte_probs, next_token, picker
+from ...core.kv_cache import LayerCache
+from ...core.rope import rope_angles
+from ..cases import random_case, same
+from ..declaration import Exercise
 
 # --- next_byte_probs ---------------------------------------------------------------------------------
-
-
-def _logits(rows: int, vocab: int, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.rand(rows, vocab, generator=g, dtype=torch.float64) * 6 - 3
 
 
 def sampling_cases() -> list[tuple]:
     """(logits, temperature, top_k, top_p): each setting alone, greedy, ties at the k-th logit, a
     nucleus whose border byte crosses p, everything at once, and a full 256-byte row."""
-    plain = _logits(2, 10, 0)
+    plain = random_case(2, 10, seed=0, low=-3, high=3)
     tied = torch.tensor([[2.0, 1.0, 1.0, 1.0, 0.5, -1.0, 0.0, 1.5, -2.0, 0.25],   # 3rd largest: 1.0, three times
                          [0.0, 3.0, 1.0, 1.0, -1.0, 2.0, 0.5, -0.5, 0.0, 1.0]], dtype=torch.float64)
     # softmax of these: 0.5, 0.3, 0.2 (the rest next to nothing): p = 0.7 keeps two bytes, the
@@ -40,7 +38,7 @@ def sampling_cases() -> list[tuple]:
                                       [0.25, 0.15, 0.6] + [1e-12] * 7], dtype=torch.float64))
     return [(plain, 1.0, None, None), (plain, 0.5, None, None), (plain, 2.0, None, None),
             (plain, 0.0, None, None), (tied, 1.0, 3, None), (nucleus, 1.0, None, 0.7),
-            (_logits(2, 10, 1), 0.8, 5, 0.6), (_logits(1, 256, 2), 0.7, 40, 0.9)]
+            (random_case(2, 10, seed=1, low=-3, high=3), 0.8, 5, 0.6), (random_case(1, 256, seed=2, low=-3, high=3), 0.7, 40, 0.9)]
 
 
 def _top_p_keep(probs, top_p, rule):
@@ -114,22 +112,12 @@ def sampling_slips(logits, temperature, top_k, top_p):
         if temperature == 0 and isinstance(got, torch.Tensor) and got.isnan().any():
             return ("yours divides by T = 0, which gives NaN: temperature 0 means greedy decoding, a "
                     "one-hot row on the argmax; test for it before dividing")
-        return next((words for result, words in slips if _same(got, result)), None)
+        return next((words for result, words in slips if same(got, result)), None)
     recognise.__name__ = "_sampling_slip"
     return (recognise,)
 
 
 # --- cached_attention ---------------------------------------------------------------------------------
-
-
-def _same(got, candidate) -> bool:
-    """got equals what a slip would compute (to the checks' tolerance, looser in float32)."""
-    if not isinstance(got, torch.Tensor) or not isinstance(candidate, torch.Tensor) \
-            or got.shape != candidate.shape:
-        return False
-    loose = 10.0 if got.dtype == torch.float32 else 1.0
-    return bool(torch.allclose(got.double(), candidate.double(), atol=1e-5 * loose, rtol=1e-4 * loose,
-                               equal_nan=True))
 
 
 def attention_layer(seed: int, d_model: int = 8, n_heads: int = 2) -> MultiHeadAttention:
@@ -181,8 +169,7 @@ def cached_attention_cases() -> list[tuple]:
     for seed, (B, S, T) in enumerate([(1, 4, 1), (2, 0, 3), (2, 2, 3)]):
         attn = attention_layer(seed)
         g = torch.Generator().manual_seed(100 + seed)
-        past = torch.rand(B, S, 8, generator=g, dtype=torch.float64) * 2 - 1
-        x = torch.rand(B, T, 8, generator=g, dtype=torch.float64) * 2 - 1
+        past, x = random_case(B, S, 8, seed=g), random_case(B, T, 8, seed=g)
         keys = values = torch.zeros(B, 2, 0, 4, dtype=torch.float64)  # nothing cached yet
         if S:  # the cache of the S positions read before
             with torch.no_grad():
@@ -214,6 +201,48 @@ def cached_attention_slips(attn, x, keys, values):
     slips = [(tuple(t.detach() for t in result), words) for result, words in slips]
 
     def recognise(got, expected):
-        return next((words for result, words in slips if any(_same(got, r) for r in result)), None)
+        return next((words for result, words in slips if any(same(got, r) for r in result)), None)
     recognise.__name__ = "_cache_slip"
     return (recognise,)
+
+
+EXERCISES = [
+    Exercise("next_byte_probs", "09", "sampling: temperature, top-k and top-p reshape the next-byte "
+             "distribution", 3, 20, next_byte_probs, sampling_cases,
+             "divide the logits by T before the softmax (T = 0: all the mass on the argmax); top-k "
+             "keeps every byte whose logit is at least the k-th largest; top-p keeps, most likely "
+             "first, each byte while the mass before it is below p; renormalise what is left",
+             options={"diagnoses": sampling_slips, "hints_by_diagnosis": {
+                 "_sampling_slip": "temperature before the softmax, top-k by value (ties kept), then "
+                                   "top-p on the renormalised top-k distribution keeping the byte "
+                                   "that crosses p, and one renormalisation at the end",
+                 "rows_not_summing_to_1": "divide what is left by its sum: each row sums to 1",
+                 "not_finite": "a row with nothing kept gives NaN: the most likely byte is always "
+                               "kept (top-p: the mass before it is 0 < p)"}},
+             library={next_byte_probs: "minitf.next_byte_probs", next_token: "minitf.next_token",
+                      picker: "minitf.core.generate.picker"},
+             own_work="torch.softmax, .topk, .sort, .cumsum, .scatter, masked_fill and "
+                      "F.one_hot are fine (choosing what to keep is the exercise): "
+                      "minitf.next_byte_probs is the sampler's distribution itself"),
+    Exercise("cached_attention", "09", "a KV cache: the new positions' keys join the cache, their "
+             "queries attend over all of it", 3, 20, cached_attention_reference,
+             cached_attention_cases,
+             "start = keys.size(2) positions are cached; rotate the new q and k by RoPE at positions "
+             "start … start+T−1 (rope_angles(attn.inv_freq, T, offset=start)), append k and v along "
+             "dim 2, and mask with the rows start … of causal_mask(start + T)",
+             result_names=("output", "keys", "values"),
+             options={"diagnoses": cached_attention_slips, "hints_by_diagnosis": {
+                 "shape": "return the cache with this step appended: keys and values (B, H, start + T, "
+                          "head_dim), torch.cat([keys, k], dim=2); an unappended cache leaves the "
+                          "next step blind to this one",
+                 "_cache_slip": "RoPE at the absolute positions (offset=start), attention over "
+                                "every cached key and the new ones, mask rows causal_mask(start + "
+                                "T)[start:]"}},
+             library={MultiHeadAttention.forward: "minitf.MultiHeadAttention (its forward)",
+                      MultiHeadAttention.attend: "minitf.MultiHeadAttention.attend",
+                      LayerCache.append: "minitf.core.kv_cache.LayerCache.append"},
+             own_work="attn.qkv, attn.rotate, attn.out, rope_angles, causal_mask, torch.cat and "
+                      "minitf.attention (or your own) are fine (the positions, the cache and the "
+                      "mask rows are the exercise): the attention module's own forward is the "
+                      "cached step itself"),
+]

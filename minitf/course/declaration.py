@@ -1,0 +1,75 @@
+"""The one declaration of an exercise: `Exercise`. Everything the course knows about one exercise is
+in its declaration, in the lesson module of the notebook that teaches it (minitf/course/lessons/);
+the piece registries of notebook 08 (`minitf.parts.PIECES`, the training's TRAINING_PIECES) are
+derived from the declarations that say which piece they fill.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+# the cell contract's numbers (see Exercise); tests/test_workbook.py reads them from here
+HINTS_AFTER = 2        # at least this many collapsed <details> blocks (hints) follow the check cell
+SOLUTION_WITHIN = 3    # … and the Solution block is in one of this many Markdown cells after it
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One exercise: what it teaches, its cases and slips, what it refuses, the piece it fills.
+
+    The cell contract, what the notebook that teaches exercise `name` holds (tests/test_workbook.py
+    checks every clause):
+
+    - a code cell `minitf.exercise("name", my_name)` in the notebook whose number starts with
+      `notebook`; the learner's function is `my_<name>`;
+    - in the `SOLUTION_WITHIN` (3) cells after it, Markdown with at least `HINTS_AFTER` (2)
+      collapsed `<details>` blocks, hints first ("Hint"), and the Solution block exactly as
+      `minitf.course.exercises.solution_markdown(name)` prints it: the source of
+      `minitf.course.solutions.my_<name>`, which must pass its own check;
+    - no cell before the check prints the reference (`inspect.getsource` of it) or uses
+      `minitf.solutions`;
+    - `library` names the library functions the exercise re-creates (a call to one is refused) and
+      `own_work` says, with the word "fine", which calls are the learner's to use.
+
+    A declaration with `fills` ("model" or "training") is a piece notebook 08 builds from: a passed
+    answer is saved to my_parts/ and `call` (how the model or the training calls it) and `order`
+    (its place in Parts, the order the model or training runs its pieces) go into PIECES or
+    TRAINING_PIECES. Adding an exercise is one declaration in its lesson module and its notebook cells.
+    """
+    name: str                 # the piece; the learner's function is my_<name>
+    notebook: str
+    teaches: str
+    difficulty: int           # 1 (a few lines, one idea) … 5 (several ideas at once)
+    minutes: int              # what it takes most learners, hints included
+    reference: Callable       # minitf's or PyTorch's own version: the truth
+    cases: Callable[[], list] # fresh argument tuples, built on demand (the same on every machine)
+    hint: str                 # shown with every failure
+    result_names: tuple | None = None
+    outcome: Callable | None = None  # applied to both results before comparing (e.g. a model → its logits)
+    options: dict = field(default_factory=dict)  # passed on to check_function (slips: "diagnoses")
+    # the library functions this exercise re-creates ({function: its name}): a learner's function
+    # that calls one is refused (feedback.library_watch), and `own_work` is then the hint: what is
+    # the learner's to write, and which calls are fine
+    library: dict = field(default_factory=dict)
+    own_work: str = ""
+    # an answer with many right forms (notebook 12's hand-set pieces) is judged by what it must do:
+    # judge(result of fn(*cases()[0])) returns the success line or raises ExerciseError
+    judge: Callable | None = None
+    # a piece that acts rather than computes (a training step, a schedule, a loop) is compared by
+    # what it does: drive(fn, *case) runs it (on copies) and returns the numbers to compare
+    drive: Callable | None = None
+    # the piece it fills for notebook 08: "model" (Parts), "training" (TrainingParts) or "" (none)
+    fills: str = ""
+    call: str = ""            # how the model or the training calls the piece
+    order: int = 0            # its place among the pieces it joins
+
+    @property
+    def header(self) -> str:
+        dots = "●" * self.difficulty + "○" * (5 - self.difficulty)
+        return f"difficulty {dots} · about {self.minutes} min · {self.teaches}"
+
+    @property
+    def solution(self) -> Callable:
+        """The reference solution a notebook's Solution block shows: solutions.my_<name>."""
+        from . import solutions
+        return getattr(solutions, f"my_{self.name}")

@@ -1,0 +1,54 @@
+"""Notebook 02: RoPE, the rotation of neighbouring pairs."""
+from __future__ import annotations
+
+import torch
+
+from ...core.rope import apply_rope, rope_angles, rope_frequencies
+from ..cases import first_slip as _first_slip, random_case as _rand
+from ..declaration import Exercise
+
+
+def _rope_slips(x, cos, sin):
+    """The rotation by −angle, cos and sin swapped, or the pairs taken as the two halves."""
+    backwards = _first_slip([(apply_rope(x, cos, -sin), "yours turns every pair the wrong way, by −angle: "
+                              "(a·cos + b·sin, −a·sin + b·cos); the turn by +angle is (a·cos − b·sin, "
+                              "a·sin + b·cos)")])
+    backwards.__name__ = "_turned_backwards"
+    swapped = _first_slip([(apply_rope(x, sin, cos), "yours uses sin where cos goes and cos where sin "
+                            "goes: a·cos − b·sin, a·sin + b·cos")])
+    swapped.__name__ = "_cos_sin_swapped"
+    a, b = x.chunk(2, dim=-1)
+    halves = _first_slip([(torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1),
+                           "yours pairs dimension i with dimension i + head_dim/2 (the two halves of the "
+                           "vector); pair i is the neighbours (2i, 2i+1)")])
+    halves.__name__ = "_halves_paired"
+    return (backwards, swapped, halves)
+
+
+def _rope_case(B, H, T, hd, seed):
+    cos, sin = rope_angles(rope_frequencies(hd, n_heads=H, dtype=torch.float64), T)
+    return _rand(B, H, T, hd, seed=seed), cos, sin
+
+
+EXERCISES = [
+    Exercise("apply_rope", "02", "RoPE rotates neighbouring pairs (x_2i, x_2i+1) by position × θ_i",
+             2, 15, apply_rope,
+             lambda: [_rope_case(1, 1, 5, 2, 0), _rope_case(2, 2, 6, 4, 1), _rope_case(1, 3, 4, 8, 2)],
+             "pair i is (x[..., 2i], x[..., 2i+1]), not the two halves of the vector; a·cos − b·sin "
+             "goes to the even slot, a·sin + b·cos to the odd one",
+             options={"diagnoses": _rope_slips, "hints_by_diagnosis": {
+                 "permutation": "the rotated numbers are right but sit in the wrong slots: pair i is "
+                                "the neighbours (2i, 2i+1), so write a·cos − b·sin back to x[..., 0::2] "
+                                "and a·sin + b·cos to x[..., 1::2] (torch.stack(..., -1).flatten(-2) "
+                                "interleaves them; torch.cat puts all of one kind first)",
+                 "_turned_backwards": "the minus sign goes with b·sin in the even slot: "
+                                      "(a·cos − b·sin, a·sin + b·cos) turns the pair by +angle",
+                 "_cos_sin_swapped": "a·cos − b·sin to the even slot, a·sin + b·cos to the odd one: "
+                                     "cos multiplies the member that stays in its own slot",
+                 "factor": "a rotation keeps the length: only cos and sin multiply, nothing else"}},
+             library={apply_rope: "minitf.apply_rope"},
+             own_work="*, − and + on strided slices (x[..., 0::2]), torch.stack, torch.empty_like "
+                      "and complex numbers are fine: minitf.apply_rope is the rotation itself",
+             fills="model", order=1,
+             call='apply_rope(x, cos, sin) → x with each pair rotated'),
+]

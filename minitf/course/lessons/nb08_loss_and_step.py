@@ -1,0 +1,182 @@
+"""Notebook 08's first training pieces: the output-only cross-entropy and one training step
+(its driver runs the learner's step on a copy of a tiny model; a slip is run through it too)."""
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ...core.data import make_batch, make_pairs
+from ...core.evaluate import masked_loss
+from ...core.tokens import IGNORE
+from ...core.train import train, train_step
+from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
+from ..declaration import Exercise
+
+
+# --- 1 · the output-only cross-entropy -------------------------------------------------------------
+
+def _loss_cases():
+    pairs = [make_pairs("shift", 3, seed=4), make_pairs("shift", 5, seed=5, repeats=1.0)]
+    cases = []
+    for seed, chunk in enumerate(pairs):
+        ids, targets = make_batch(chunk)
+        cases.append((_rand(*ids.shape, 256, seed=seed, low=-3, high=3), targets))
+    return cases
+
+
+def _loss_slips(logits, targets):
+    """The output-only loss gone wrong: over the input part too, averaged over every position, the
+    targets shifted once more, a mean per row, no log-softmax."""
+    keep = targets != IGNORE
+    logp = torch.log_softmax(logits, -1)
+    nll = -logp.gather(-1, targets.clamp(min=0)[..., None])[..., 0]  # IGNORE read as byte 0
+    per_row = (nll * keep).sum(1) / keep.sum(1).clamp(min=1)
+    raw = -logits.gather(-1, targets.clamp(min=0)[..., None])[..., 0]
+    return (_slips("_loss_positions", [
+        (nll.mean(), "yours is the loss over every position: the input part and the padding too "
+                     "(their IGNORE targets read as byte 0). The model is given the input; only "
+                     "the output bytes and EOS, where the target is not IGNORE, are scored"),
+        ((nll * keep).sum() / keep.numel(), "yours sums the loss over the output positions but "
+                                            "divides by every position (B·T): divide by the number of "
+                                            "targets that are not IGNORE"),
+        ((nll * keep).sum(), "yours is the sum over the output positions, not their mean"),
+        (per_row.mean(), "yours averages each row first, then the rows: a short output then weighs "
+                         "as much as a long one. Average over all output positions of the batch "
+                         "together")]),
+            _slips("_loss_shift", [
+        (masked_loss(logits[:, :-1], targets[:, 1:]), "yours shifts the targets once more (logits[:, :-1] "
+                                                      "against targets[:, 1:]): make_batch's targets[t] "
+                                                      "is already the byte after position t"),
+        (masked_loss(logits[:, 1:], targets[:, :-1]), "yours pairs each target with the next "
+                                                      "position's logits (logits[:, 1:] against "
+                                                      "targets[:, :-1]): targets[t] belongs to logits[t]")]),
+            _slips("_loss_no_log_softmax", [
+        ((raw * keep).sum() / keep.sum(), "yours takes −logit of the target, not −log softmax: the "
+                                          "logits are scores, log_softmax makes them log-probabilities")]))
+
+
+# --- 2 · one training step -------------------------------------------------------------------------
+
+def _step_cases():
+    cases = []
+    for seed, clip in enumerate([0.5, 0.05]):  # both clips are below the gradients' norm: clipping acts
+        ids, targets = make_batch(make_pairs("shift", 4, seed=seed, max_len=5))
+        cases.append((_tiny_model(seed), ids, targets, clip))
+    return cases
+
+
+def drive_step(fn, model, ids, targets, clip):
+    """Three steps of `fn` on a copy of the model with AdamW (lr 0.05): the losses it returned and
+    the weights after each step, (3,) and (3, parameters)."""
+    model = copy.deepcopy(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.05, weight_decay=0.1)
+    dtype = next(model.parameters()).dtype
+    losses, weights = [], []
+    for _ in range(3):
+        losses.append(fn(model, optimizer, ids, targets, masked_loss, clip))
+        weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]).clone())
+    return _numbers(losses, dtype), torch.stack(weights)
+
+
+def _step_no_zero_grad(model, optimizer, ids, targets, loss_fn, clip):
+    loss = loss_fn(model(ids), targets)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return loss
+
+
+def _step_no_clip(model, optimizer, ids, targets, loss_fn, clip):
+    optimizer.zero_grad()
+    loss = loss_fn(model(ids), targets)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+def _step_before_backward(model, optimizer, ids, targets, loss_fn, clip):
+    optimizer.zero_grad()
+    loss = loss_fn(model(ids), targets)
+    optimizer.step()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    return loss
+
+
+def _step_clip_after_step(model, optimizer, ids, targets, loss_fn, clip):
+    optimizer.zero_grad()
+    loss = loss_fn(model(ids), targets)
+    loss.backward()
+    optimizer.step()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    return loss
+
+
+def _step_slips(model, ids, targets, clip):
+    from ..solutions import my_train_step
+    run = lambda slip: drive_step(slip, model, ids, targets, clip)
+    said = run(my_train_step)  # the expected result, to find where each slip first shows
+    return (_slips("_no_zero_grad", [(run(_step_no_zero_grad), (
+                "yours never clears the gradients: from the second step on, backward() adds the new "
+                "gradient to the old ones (PyTorch accumulates .grad), so step 2 moves by the sum of "
+                "two gradients. Call optimizer.zero_grad() before backward()"))], said),
+            _slips("_no_clip", [(run(_step_no_clip), (
+                "yours does not clip the gradient: with a gradient norm above `clip`, "
+                "my_clip_gradients(model.parameters(), clip) scales it down to `clip` before the "
+                "step"))], said),
+            _slips("_step_order", [
+                (run(_step_before_backward), "yours calls optimizer.step() before loss.backward(): "
+                                             "each step then uses the gradient of the step before "
+                                             "(the first one none at all). backward, clip, then step"),
+                (run(_step_clip_after_step), "yours clips after optimizer.step(): the step has used "
+                                             "the unclipped gradient already. Clip between backward "
+                                             "and step")], said))
+
+
+def _minitf_train_step(model, optimizer, ids, targets, loss_fn, clip):
+    """minitf's own step (its loss is masked_loss, the loss_fn the check passes)."""
+    return train_step(model, optimizer, ids, targets, clip)
+
+
+EXERCISES = [
+    Exercise("output_loss", "08", "the output-only cross-entropy: −log p(target), averaged over the "
+             "output bytes and EOS", 2, 15, masked_loss, _loss_cases,
+             "log_softmax over the last dimension, pick each target's log-probability (gather), and "
+             "average −log p over the positions whose target is not IGNORE, the whole batch together",
+             options={"diagnoses": _loss_slips, "hints_by_diagnosis": {
+                 "_loss_positions": "keep = targets != IGNORE; the mean is (nll * keep).sum() / keep.sum()",
+                 "_loss_shift": "make_batch has shifted already: logits[b, t] is scored against "
+                                "targets[b, t], no slicing",
+                 "_loss_no_log_softmax": "torch.log_softmax(logits, -1) turns scores into "
+                                         "log-probabilities; then gather the target's",
+                 "raised": "gather needs a valid index everywhere: torch.where(keep, targets, 0) "
+                           "replaces IGNORE (−100) by any byte; the mask then drops those positions"}},
+             library={F.cross_entropy: "F.cross_entropy", F.nll_loss: "F.nll_loss",
+                      masked_loss: "minitf.masked_loss", nn.CrossEntropyLoss.forward: "nn.CrossEntropyLoss",
+                      nn.NLLLoss.forward: "nn.NLLLoss"},
+             own_work="torch.log_softmax (or logsumexp), gather, torch.where and sums are fine (the "
+                      "mask and the mean are the exercise): F.cross_entropy and minitf.masked_loss are "
+                      "the loss itself",
+             fills="training", order=0,
+             call='output_loss(logits, targets) → mean cross-entropy over the output part'),
+    Exercise("train_step", "08", "one training step: zero_grad, forward, loss, backward, clip, step",
+             2, 10, _minitf_train_step, _step_cases,
+             "clear the old gradients first (optimizer.zero_grad()), then loss = loss_fn(model(ids), "
+             "targets), loss.backward(), clip the gradient norm to `clip`, optimizer.step(); return "
+             "the loss", drive=drive_step, result_names=("losses", "weights"),
+             options={"diagnoses": _step_slips, "hints_by_diagnosis": {
+                 "_no_zero_grad": "PyTorch adds each backward() into .grad: optimizer.zero_grad() first",
+                 "_no_clip": "my_clip_gradients(model.parameters(), clip) between backward() and "
+                             "step()",
+                 "_step_order": "the order is zero_grad, forward, loss, backward, clip, step"}},
+             library={train_step: "minitf.core.train.train_step", train: "minitf.train"},
+             own_work="model(ids), loss_fn, .backward(), optimizer.zero_grad() and .step(), your "
+                      "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "
+                      "the exercise): "
+                      "minitf's train_step is the step itself",
+             fills="training", order=2,
+             call='train_step(model, optimizer, ids, targets, loss_fn, clip) → loss'),
+]

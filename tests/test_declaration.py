@@ -1,0 +1,106 @@
+"""One declaration per exercise: a throw-away exercise added through `Exercise` alone is checked
+(a slip named, a library call refused, a right answer passed), saved to my_parts and used by
+parts.assemble; the registries derive from the declarations, each in its notebook's lesson module."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import minitf
+from minitf.course import lessons, my_parts, parts
+from minitf.course.cases import first_slip, random_case
+from minitf.course.declaration import Exercise
+
+
+def _lookup_cases():
+    table = random_case(256, 4, seed=7)
+    return [(torch.tensor([[72, 105, 9]]), table), (torch.tensor([[0, 255], [32, 10]]), table)]
+
+
+def _lookup_slips(ids, table):
+    return (first_slip([(F.embedding((ids + 1) % 256, table), "yours reads the row after each id")]),)
+
+
+THROW_AWAY = Exercise(
+    "throw_away_lookup", "01", "a throw-away copy of the embedding lookup", 1, 1,
+    lambda ids, table: F.embedding(ids, table), _lookup_cases, "row b of the table is byte b's vector",
+    options={"diagnoses": _lookup_slips}, library={F.embedding: "F.embedding"},
+    own_work="indexing the table is fine: F.embedding is the lookup itself",
+    fills="model", order=99, call="throw_away_lookup(ids, table) → (B, T, C)")
+
+
+@pytest.fixture
+def declared(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path))
+    lessons.register(THROW_AWAY)
+    yield THROW_AWAY
+    lessons.unregister(THROW_AWAY.name)
+
+
+def off_by_one(ids, table):
+    return table[(ids + 1) % 256]
+
+
+def through_the_library(ids, table):
+    return F.embedding(ids, table)
+
+
+def lookup(ids, table):
+    return table[ids]
+
+
+def test_a_throw_away_exercise_is_checked_saved_and_used_through_its_declaration(declared, tmp_path, capsys):
+    assert lessons.pieces("model")["throw_away_lookup"] == (declared.call, "01")  # derived, not listed
+
+    minitf.exercise("throw_away_lookup", off_by_one)
+    wrong = capsys.readouterr().out
+    assert "  Yours reads the row after each id\nHint: row b of the table" in wrong and "off_by_one on case 0" in wrong
+    assert not (tmp_path / "throw_away_lookup.py").exists()
+
+    minitf.exercise("throw_away_lookup", through_the_library)
+    refused = capsys.readouterr().out
+    assert "uses F.embedding" in refused and refused.endswith(f"Hint: {declared.own_work}\n")
+
+    minitf.exercise("throw_away_lookup", lookup)
+    right = capsys.readouterr().out
+    assert right.startswith("✓ lookup agrees with minitf on 2 cases")
+    assert "saved to " in right and "notebook 08 builds your model from it" in right
+
+    found, origin = my_parts.load_saved(["throw_away_lookup"])
+    assert "yours" in origin["throw_away_lookup"]
+    torch.manual_seed(0)
+    reference = minitf.Transformer(minitf.Config())
+    torch.manual_seed(0)
+    yours = parts.assemble(minitf.Config(), embed=found["throw_away_lookup"])
+    ids = torch.tensor([[72, 105, 9, 33]])
+    assert yours.embed.fn is found["throw_away_lookup"]  # the saved source, loaded back, is the lookup
+    assert torch.equal(yours.eval()(ids), reference.eval()(ids))
+
+
+def test_a_name_declared_twice_is_refused_naming_where(declared):
+    with pytest.raises(ValueError, match="tests' copy: an exercise named 'throw_away_lookup' is declared already"):
+        lessons.register(THROW_AWAY, "tests' copy")
+
+
+def test_a_piece_needs_a_known_kind_and_its_call():
+    import dataclasses
+    with pytest.raises(ValueError, match="fills='optimizer'"):
+        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind", fills="optimizer"))
+    with pytest.raises(ValueError, match="needs `call`"):
+        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call", call=""))
+    assert "bad_kind" not in lessons.EXERCISES and "no_call" not in lessons.EXERCISES
+
+
+def test_each_lesson_module_declares_the_exercises_of_its_notebook():
+    for lesson in lessons.LESSONS:
+        number = lesson.__name__.rsplit(".", 1)[1][2:4]
+        for ex in lesson.EXERCISES:
+            assert ex.notebook == number, f"{lesson.__name__} declares {ex.name} for notebook {ex.notebook}"
+
+
+def test_the_registries_are_the_declarations_that_fill_a_piece():
+    model = [ex.name for ex in lessons.EXERCISES.values() if ex.fills == "model"]
+    training = [ex.name for ex in lessons.EXERCISES.values() if ex.fills == "training"]
+    assert sorted(parts.PIECES) == sorted(model) and list(parts.Parts.__dataclass_fields__)[:-1] == list(parts.PIECES)
+    assert sorted(minitf.training_parts.TRAINING_PIECES) == sorted(training)
+    assert list(minitf.training_parts.TrainingParts.__dataclass_fields__)[:-1] == \
+        list(minitf.training_parts.TRAINING_PIECES)
