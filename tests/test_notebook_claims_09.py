@@ -146,9 +146,16 @@ def test_your_model_speaks_and_the_forgetful_cache_is_named():
     # the answer to the prediction: "The same, both times"
     spoken = output_of("spoken = check_speaking(yours, lm").splitlines()
     checks = [line for line in spoken if line.startswith(("✓", "✗"))]
-    assert len(checks) == 4 and all(line.startswith("✓") for line in checks), spoken
-    assert checks[-1].endswith(": True")
+    assert len(checks) == 5 and all(line.startswith("✓") for line in checks), spoken
+    assert checks[3].endswith(": True")
+    # "The last line is your whole model writing: 60 greedy bytes without the cache, …"
+    assert checks[4] == ("✓ greedy, without the cache, through your model_forward → block → multi_head_attention: "
+                         "the same 60 bytes as minitf.generate_text(greedy=True) and as your cached run")
+    assert "60 greedy bytes without the cache, each one out of your `model_forward`, `block` and " \
+           "`multi_head_attention`" in markdown()
     assert "**The same, both times.**" in markdown()
+    # every piece the speaking model is built from passed the model check (none gave way)
+    assert output_of("your_checked_parts(lm.config)").startswith("✓ your model computes minitf's logits")
     forgetful = output_of("def forgetful(").splitlines()
     named = [line.strip().split(" — ")[0] for line in forgetful if "broken piece:" in line]
     assert named == ["broken piece: cached_attention"], forgetful

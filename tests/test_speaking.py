@@ -236,6 +236,66 @@ def test_a_wrong_model_piece_is_named_and_the_cache_not_blamed(lm, window):
     assert "in float32" in outcome.broken["embed"]
 
 
+def watched(fn, calls):
+    """fn, counting its calls in calls[fn.__name__]: a piece of the learner's, seen at work."""
+    def counting(*args):
+        calls[fn.__name__] = calls.get(fn.__name__, 0) + 1
+        return fn(*args)
+    return counting
+
+
+def test_the_greedy_text_without_the_cache_is_written_by_the_learners_whole_model(lm):
+    calls = {}
+    whole = {name: watched(getattr(solutions, f"my_{name}"), calls) for name in speaking.WHOLE_MODEL}
+    model = speaker(lm, reference_parts(**whole)).double()
+    text = speaking._greedy(model, PROMPT, 60, cache=False)
+    layers = lm.config.n_layers
+    # every byte came out of the learner's forward, its block in each layer, its attention in each block
+    assert calls == {"my_model_forward": 60, "my_block": 60 * layers, "my_multi_head_attention": 60 * layers}
+    assert text == minitf.generate_text(copy.deepcopy(lm).double(), PROMPT, 60, greedy=True)
+    calls.clear()
+    assert speaking._greedy(model, PROMPT, 60, cache=True) == text
+    assert calls == {}  # with a cache minitf's forward runs (the learner's pieces inside): hence the uncached text
+
+
+def forward_without_the_final_norm(model, ids):
+    h = model.embed(ids)
+    cos, sin = rope_angles(model.blocks[0].attn.inv_freq, ids.size(1), positions=model.positions(ids))
+    for block in model.blocks:
+        h, _ = block(h, cos, sin)
+    return model.head(h)
+
+
+def block_without_residuals(block, h, cos, sin):
+    a, w = block.attn(block.norm1(h) if block.pre_norm else h, cos, sin, need_weights=True)
+    h = a if block.pre_norm else block.norm1(a)
+    return (block.ffn(block.norm2(h)) if block.pre_norm else block.norm2(block.ffn(h))), w
+
+
+def test_a_forward_without_its_final_norm_writes_another_greedy_text_and_is_named(lm, window):
+    parts = reference_parts(model_forward=forward_without_the_final_norm, block=solutions.my_block,
+                            multi_head_attention=solutions.my_multi_head_attention)
+    outcome = check_speaking(speaker(lm, parts), lm, solutions.my_next_byte_probs, window, PROMPT, 60, **SETTINGS)
+    assert list(outcome.broken) == ["model_forward"], str(outcome)  # the cached step is not blamed
+    # the cached run goes through minitf's forward (with the final norm): only the uncached text is off
+    assert outcome.greedy_cached == outcome.greedy_minitf != outcome.greedy_uncached
+    assert ("✗ greedy, without the cache, through your model_forward → block → multi_head_attention: the same "
+            "bytes as minitf.generate_text(greedy=True): False, as your cached run: False") in str(outcome)
+
+
+def test_your_checked_parts_puts_the_reference_in_a_broken_saved_pieces_place(lm, tmp_path, monkeypatch):
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path / "my_parts"))
+    assert minitf.parts.save("block", block_without_residuals) is not None
+    assert minitf.parts.yours().block is not solutions.my_block  # as saved, yours
+    parts, found = speaking.your_checked_parts(lm.config)
+    assert list(found.broken) == ["block"] and "broken piece: block" in str(found)
+    assert parts.block is solutions.my_block
+    assert parts.origin["block"] == "reference solution (yours is broken: see the check above)"
+    model = speaker(lm, parts).double()
+    assert speaking._greedy(model, PROMPT, 30, cache=False) == \
+        minitf.generate_text(copy.deepcopy(lm).double(), PROMPT, 30, greedy=True)
+
+
 def test_a_model_without_rope_is_refused_by_the_speaking_model():
     with pytest.raises(ValueError, match="positional='rope'"):
         speaking_model(minitf.Config(positional="sinusoidal"), reference_parts())

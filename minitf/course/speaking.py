@@ -9,7 +9,14 @@ minitf's. `speak` continues a prompt with your sampler (`next_byte_probs` plus o
 `check_speaking` says whether it all holds: your model's float32 logits against minitf's (to a
 tolerance that scales with the logits), your cached generation against your uncached one, your
 sampler's distributions against minitf's, and your text against minitf's own for the same random
-seed. Where something differs it names the piece, with what that piece's exercise says about it.
+seed. A short greedy text written without the cache, by your model's forward (model_forward →
+block → multi_head_attention at every step), is compared byte for byte with
+`minitf.generate_text(greedy=True)` and with your cached run: the text is your whole model's, not
+only the cached path's (which runs minitf's forward with your pieces inside). Where something
+differs it names the piece, with what that piece's exercise says about it.
+
+`your_checked_parts(config)` is what 09 builds the model from: your saved pieces, checked, each
+one that breaks the model replaced by the reference solution (the check says why), as 08 does.
 """
 from __future__ import annotations
 
@@ -25,12 +32,27 @@ from ..core.model import Transformer
 from ..core.tokens import to_bytes
 from .exercises import run_check
 from .feedback import ExerciseError
-from .parts import Parts, YourAttention, _swap, assemble, check
+from .parts import Parts, PartsCheck, YourAttention, _swap, assemble, check, yours
 
 # float32 keeps 24 bits; two correct programs computing the same logits differ by rounding only,
 # about 1e-6 of the logits' size. 2**-12 of the largest logit leaves a wide margin, and a wrong
 # piece misses by whole units (the tests' FLOAT32_RELATIVE, the same reasoning).
 FLOAT32_RELATIVE = 2.0 ** -12
+# the greedy text written without the cache: each byte re-reads the whole prompt and text so far
+GREEDY_BYTES = 60
+# the pieces that, when given, write an uncached text: your forward, calling your block, calling
+# your multi-head attention
+WHOLE_MODEL = ("model_forward", "block", "multi_head_attention")
+
+
+def your_checked_parts(config: Config) -> tuple[Parts, PartsCheck]:
+    """(the Parts 09 builds its speaking model from, the check that chose them): your saved pieces
+    (`minitf.parts.yours`) checked in a model of `config`, each one the check names as broken
+    replaced by the reference solution, so that lm.pt still speaks while a piece is wrong."""
+    from .training_parts import usable
+    parts = yours()
+    found = check(parts, config)
+    return usable(parts, found.broken), found
 
 
 class YourCachedAttention(YourAttention):
@@ -85,6 +107,13 @@ def speak(model, probs: Callable, prompt: bytes | str, max_new_tokens: int, *, t
     return bytes(new), logits
 
 
+def _greedy(model, prompt: bytes | str, max_new_tokens: int, cache: bool) -> bytes:
+    """What `model` writes after `prompt` taking the most likely byte every time (no sampler)."""
+    new, _ = continue_ids(model, list(to_bytes(prompt)), max_new_tokens, lambda logits: logits.argmax(-1),
+                          cache=cache)
+    return bytes(new)
+
+
 def _exercise_says(name: str, fn: Callable) -> str:
     """The first lines of what exercise `name` says about fn, or "" when it passes."""
     try:
@@ -110,6 +139,16 @@ class SpeakingCheck:
     same_as_minitf: bool | None  # None: not compared, your sampler is broken
     text: bytes
     broken: dict = field(default_factory=dict)  # piece → why
+    # greedy, float64: written without the cache by your forward, by minitf's generate_text, and
+    # by your model with the cache (None: writing raised, `broken` says what)
+    greedy_uncached: bytes | None = None
+    greedy_minitf: bytes = b""
+    greedy_cached: bytes | None = None
+    writers: tuple = ()  # your pieces that wrote greedy_uncached (WHOLE_MODEL's given ones)
+
+    @property
+    def greedy_ok(self) -> bool:
+        return self.greedy_uncached == self.greedy_minitf == self.greedy_cached
 
     @property
     def tolerance32(self) -> float:
@@ -139,7 +178,14 @@ class SpeakingCheck:
             f"{'✓' if self.same_as_minitf else '✗'} the same text as minitf.generate_text with the "
             f"same settings and random seed: " + ("not compared (your sampler is broken: the cache was "
                                                   "checked with minitf's)" if self.same_as_minitf is None
-                                                  else str(self.same_as_minitf))]
+                                                  else str(self.same_as_minitf)),
+            f"{'✓' if self.greedy_ok else '✗'} greedy, without the cache, through "
+            + (f"your {' → '.join(self.writers)}" if self.writers else "minitf's forward with your pieces")
+            + ": " + (f"the same {len(self.greedy_minitf)} bytes as minitf.generate_text(greedy=True) and "
+                      "as your cached run" if self.greedy_ok else
+                      f"the same bytes as minitf.generate_text(greedy=True): "
+                      f"{self.greedy_uncached == self.greedy_minitf}, as your cached run: "
+                      f"{self.greedy_uncached == self.greedy_cached}")]
         lines += [f"  broken piece: {piece} — {why}" for piece, why in self.broken.items()]
         return "\n".join(lines)
 
@@ -200,4 +246,22 @@ def check_speaking(model, reference, probs: Callable, ids: torch.Tensor, prompt:
         text == generate_text(theirs64, prompt, max_new_tokens, **settings)
     if same is False and not broken:
         broken["the text"] = "differs from minitf's, yet every piece checks out: a different seed?"
-    return SpeakingCheck(logits32, scale, cache, sampler, text == uncached_text, same, text, broken)
+    # your whole model writes: greedy (no sampler, so no seed), float64, without the cache, then
+    # compared with minitf's greedy text and with your cached model's
+    n = min(max_new_tokens, GREEDY_BYTES)
+    greedy = {}
+    for cached in (False, True):
+        try:
+            greedy[cached] = _greedy(mine64, prompt, n, cache=cached)
+        except Exception as e:  # a learner's piece may raise anything: the checks above name it
+            greedy[cached] = None
+            if not broken:
+                broken["the model"] = (f"writing {'with' if cached else 'without'} the cache raises "
+                                       f"{type(e).__name__}: {e}")
+    greedy_minitf = generate_text(theirs64, prompt, n, greedy=True)
+    if greedy[False] != greedy_minitf and not broken:
+        broken["the model"] = ("its greedy text without the cache differs from minitf's, yet its "
+                               "logits and every piece check out")
+    writers = tuple(name for name in WHOLE_MODEL if getattr(model.parts, name, None))
+    return SpeakingCheck(logits32, scale, cache, sampler, text == uncached_text, same, text, broken,
+                         greedy[False], greedy_minitf, greedy[True], writers)
