@@ -1,4 +1,4 @@
-"""Length generalisation on shift: trained on inputs of 1-12 bytes, right on 13-24? (issue 23, item 3)
+"""Length generalisation on shift: trained on inputs of 1-12 bytes, right on 13-24?
 
     python bench/length_study.py            # the stored result: minitf/experiments/stored/length_study.{json,md}
     python bench/length_study.py --quick    # a smoke run in under a minute (to /tmp/minitf-bench-length_study unless --out)

@@ -14,7 +14,7 @@ the last 20 % of each run's budget, the same windows, the same 256 validation wi
 budget its own run (not a decay branch). The envelope is, at each budget, the lowest final loss of
 any size (mean over seeds). An arm's **effective-compute multiplier** is its budget over the
 compute the envelope needs to reach the arm's final loss (log-linear between budgets): below 1 the
-arm beats every fixed size; the issue's goal is ≤ 0.7. The 4-layer target's runs at budgets 0.7 and
+arm beats every fixed size; the goal is ≤ 0.7. The 4-layer target's runs at budgets 0.7 and
 1.0 are lm_growth's stored scratch runs (seeds 0–2); this script adds the rest.
 
 Then growth *into the envelope's best size*: 4L d32 grown by deepen from 2L d32 at τ = 0.5 and 0.8 of

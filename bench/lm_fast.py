@@ -35,7 +35,7 @@ from minitf.core.train import make_lm_optimizer  # noqa: E402
 from lm import TEXT, run_reference, val_loss  # noqa: E402
 from store import Store, out_folder  # noqa: E402
 
-TARGET = 1.89  # nats per byte: nanoGPT's CPU quick-start, scored by our evaluator (issue 24)
+TARGET = 1.89  # nats per byte: nanoGPT's CPU quick-start, scored by our evaluator (bench/nanogpt.py)
 CONTEXT = 64
 
 # the recipe of RECIPE.md (`--recipe lm`), the starting point

@@ -1,4 +1,4 @@
-"""How small can a Transformer be and still solve shift? A sweep at <= 12,000 parameters (issue 14).
+"""How small can a Transformer be and still solve shift? A sweep at <= 12,000 parameters.
 
     python bench/tiny_sweep.py            # the stored result: minitf/experiments/stored/tiny_sweep.{json,md}
     python bench/tiny_sweep.py --quick    # a smoke run in a minute (to /tmp/minitf-bench-tiny_sweep unless --out)
