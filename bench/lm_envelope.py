@@ -43,7 +43,7 @@ import minitf  # noqa: E402
 from minitf.core.flops import flops_per_token  # noqa: E402
 from minitf.core.model import count_parameters  # noqa: E402
 import lm_growth as G  # noqa: E402
-from store import Store, config_spec, out_folder  # noqa: E402
+from store import add_study_arguments, config_spec, open_study  # noqa: E402
 
 SIZES = {"4L d64 (target)": None, "2L d64": "L2", "1L d64": "L1", "4L d32": "d32"}
 BUDGETS = [0.5, 1.0, 1.4]
@@ -96,15 +96,13 @@ def run_spec(name: str, arm: dict | None, seed: int, lr: float, steps: int) -> d
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true")
+    add_study_arguments(p, "lm_envelope", quick_help="a smoke run, a few steps each, to /tmp")
     p.add_argument("--seeds", type=int, nargs="*", default=SEEDS)
     p.add_argument("--growth-seeds", type=int, nargs="*", default=INTO_BEST_SEEDS,
                    help="seeds of the arms that grow into 4L d32")
-    p.add_argument("--out", type=Path, default=None, help="the folder for lm_envelope.json and .md "
-                   "(default minitf/experiments/stored, /tmp/minitf-bench-lm_envelope with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    store = Store(out_folder("lm_envelope", args.out, args.quick), "lm_envelope", fresh=args.quick)
+    store = open_study("lm_envelope", args)
     result = store.doc
     result.setdefault("runs", {})
     growth = json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_growth.json").read_text())
