@@ -257,7 +257,7 @@ def doors_in_notebook(path: Path, modules: set[str]) -> list[tuple[str, str]]:
             continue
         code = "\n".join(line for line in "".join(cell["source"]).splitlines()
                          if not line.lstrip().startswith(("%", "!")))
-        where = f"{path.name} cell {n}"
+        where = f"{path.name} cell {n} (from 0)"
         targets = [(e.target, e.line) for e in imports_of("notebook", code, modules, filename=where)]
         targets += [(f"minitf.{node.attr}", node.lineno) for node in ast.walk(ast.parse(code, where))
                     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
@@ -270,7 +270,7 @@ def doors_in_notebook(path: Path, modules: set[str]) -> list[tuple[str, str]]:
 
 
 def doors_broken(path: Path, modules: set[str]) -> list[str]:
-    return [f"{where}: imports the door {door}" for where, door in doors_in_notebook(path, modules)
+    return [f"{where}: uses the door {door}" for where, door in doors_in_notebook(path, modules)
             if (path.name, door) not in NOTEBOOK_DOOR_EXCEPTIONS]
 
 
