@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from minitf import Config, Transformer, count_parameters, evaluate, make_pairs, train  # noqa: E402
 from minitf.core.baselines import baseline_losses  # noqa: E402
 from minitf.experiments.results import Ablation  # noqa: E402
-from store import SPEC, Store, config_spec, out_folder, spec_hash  # noqa: E402
+from store import SPEC, add_study_arguments, config_spec, open_study, spec_hash  # noqa: E402
 
 TASKS = ("copy", "shift")
 MAX_LEN = 5
@@ -123,9 +123,7 @@ def spec_of(task: str, variant: str, config: dict | None, settings: dict | None,
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="a smoke run: few steps and pairs, one seed")
-    p.add_argument("--out", type=Path, help="the folder for ablation.json and .md (default: "
-                   "minitf/experiments/stored; /tmp/minitf-bench-ablation with --quick)")
+    add_study_arguments(p, "ablation")
     p.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     p.add_argument("--variants", nargs="+", choices=list(VARIANTS), help="only these variants")
     p.add_argument("--seeds", type=int, nargs="+", help=f"random seeds (default {list(SEEDS)})")
@@ -134,7 +132,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     s = QUICK if args.quick else SETTINGS
     seeds = args.seeds or ((0,) if args.quick else SEEDS)
-    store = Store(out_folder("ablation", args.out, args.quick), "ablation", fresh=args.quick)
+    store = open_study("ablation", args)
     doc = store.doc
     stored = doc.get("variants", {})  # the variants' configs the stored runs were trained with
     for r in doc.get("runs", []):  # a run stored before bench/store.py: its spec from its fields

@@ -1,4 +1,4 @@
-"""Length generalisation on shift: trained on inputs of 1-12 bytes, right on 13-24? (issue 23, item 3)
+"""Length generalisation on shift: trained on inputs of 1-12 bytes, right on 13-24?
 
     python bench/length_study.py            # the stored result: minitf/experiments/stored/length_study.{json,md}
     python bench/length_study.py --quick    # a smoke run in under a minute (to /tmp/minitf-bench-length_study unless --out)
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from minitf import Config, Transformer, count_parameters, make_pairs, train  # noqa: E402
 from minitf.core.data import make_splits  # noqa: E402
 from minitf.core.evaluate import exact_match_by_length  # noqa: E402
-from store import Store, out_folder  # noqa: E402
+from store import add_study_arguments, open_study  # noqa: E402
 
 BUCKETS = ((1, 12), (13, 16), (17, 20), (21, 24))
 SETTINGS = {"train_pairs": 10000, "repeats": 0.33, "steps": 600, "batch_size": 64, "lr": 1e-2,
@@ -194,17 +194,14 @@ def render(doc: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="a smoke run: few steps and pairs, one seed")
+    add_study_arguments(p, "length_study")
     p.add_argument("--only", nargs="+", default=None, metavar="ARM", help="run these arms only")
     p.add_argument("--seeds", type=int, nargs="+", default=None)
-    p.add_argument("--out", type=Path, default=None,
-                   help="the folder for length_study.json and .md (default minitf/experiments/stored, "
-                   "/tmp/minitf-bench-length_study with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     base = QUICK if args.quick else SETTINGS
     seeds = tuple(args.seeds or ((0,) if args.quick else SEEDS))
-    store = Store(out_folder("length_study", args.out, args.quick), "length_study", fresh=args.quick)
+    store = open_study("length_study", args)
     doc = store.doc
     doc.update({"command": "python bench/length_study.py" + (" --quick" if args.quick else ""),
                 "settings": base, "buckets": [f"{lo}-{hi}" for lo, hi in BUCKETS],

@@ -14,7 +14,7 @@ the last 20 % of each run's budget, the same windows, the same 256 validation wi
 budget its own run (not a decay branch). The envelope is, at each budget, the lowest final loss of
 any size (mean over seeds). An arm's **effective-compute multiplier** is its budget over the
 compute the envelope needs to reach the arm's final loss (log-linear between budgets): below 1 the
-arm beats every fixed size; the issue's goal is ≤ 0.7. The 4-layer target's runs at budgets 0.7 and
+arm beats every fixed size; the goal is ≤ 0.7. The 4-layer target's runs at budgets 0.7 and
 1.0 are lm_growth's stored scratch runs (seeds 0–2); this script adds the rest.
 
 Then growth *into the envelope's best size*: 4L d32 grown by deepen from 2L d32 at τ = 0.5 and 0.8 of
@@ -43,7 +43,7 @@ import minitf  # noqa: E402
 from minitf.core.flops import flops_per_token  # noqa: E402
 from minitf.core.model import count_parameters  # noqa: E402
 import lm_growth as G  # noqa: E402
-from store import Store, config_spec, out_folder  # noqa: E402
+from store import add_study_arguments, config_spec, open_study  # noqa: E402
 
 SIZES = {"4L d64 (target)": None, "2L d64": "L2", "1L d64": "L1", "4L d32": "d32"}
 BUDGETS = [0.5, 1.0, 1.4]
@@ -96,15 +96,13 @@ def run_spec(name: str, arm: dict | None, seed: int, lr: float, steps: int) -> d
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true")
+    add_study_arguments(p, "lm_envelope", quick_help="a smoke run, a few steps each, to /tmp")
     p.add_argument("--seeds", type=int, nargs="*", default=SEEDS)
     p.add_argument("--growth-seeds", type=int, nargs="*", default=INTO_BEST_SEEDS,
                    help="seeds of the arms that grow into 4L d32")
-    p.add_argument("--out", type=Path, default=None, help="the folder for lm_envelope.json and .md "
-                   "(default minitf/experiments/stored, /tmp/minitf-bench-lm_envelope with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    store = Store(out_folder("lm_envelope", args.out, args.quick), "lm_envelope", fresh=args.quick)
+    store = open_study("lm_envelope", args)
     result = store.doc
     result.setdefault("runs", {})
     growth = json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_growth.json").read_text())

@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 import minitf  # noqa: E402
 from minitf.core.train import make_lm_optimizer  # noqa: E402
 from lm import TEXT, run_reference, val_loss  # noqa: E402
-from store import Store, out_folder  # noqa: E402
+from store import add_study_arguments, open_study  # noqa: E402
 
-TARGET = 1.89  # nats per byte: nanoGPT's CPU quick-start, scored by our evaluator (issue 24)
+TARGET = 1.89  # nats per byte: nanoGPT's CPU quick-start, scored by our evaluator (bench/nanogpt.py)
 CONTEXT = 64
 
 # the recipe of RECIPE.md (`--recipe lm`), the starting point
@@ -176,17 +176,15 @@ def report(result: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true")
+    add_study_arguments(p, "lm_fast", quick_help="a smoke run of every arm, a few steps each, to /tmp")
     p.add_argument("--arms", nargs="*", default=None)
     p.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     p.add_argument("--reference-seeds", type=int, nargs="*", default=None,
                    help="reference runs, one per round (default: as --seeds)")
     p.add_argument("--report-only", action="store_true", help="re-write the .md from the stored .json")
-    p.add_argument("--out", type=Path, default=None, help="the folder for lm_fast.json and .md (default "
-                   "minitf/experiments/stored, /tmp/minitf-bench-lm_fast with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
-    store = Store(out_folder("lm_fast", args.out, args.quick), "lm_fast", fresh=args.quick)
+    store = open_study("lm_fast", args)
     result = store.doc
     result.setdefault("runs", {})
     names = args.arms if args.arms else list(ARMS)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import statistics
 import sys
@@ -45,7 +44,7 @@ from minitf.core.flops import flops_per_token  # noqa: E402
 from minitf.core.model import count_parameters  # noqa: E402
 from minitf.core.train import make_batches, make_optimizer, train_step  # noqa: E402
 from lm import TEXT, Clock, val_loss  # noqa: E402
-from store import Store, out_folder  # noqa: E402
+from store import add_study_arguments, open_study  # noqa: E402
 
 CONTEXT, BATCH, WEIGHT_DECAY = 64, 32, 0.01
 TARGET = minitf.Config(d_model=64, n_heads=4, n_layers=4, d_ff=256, norm_position="pre", dropout=0.0,
@@ -304,17 +303,15 @@ def report(result: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="every arm for a few steps, one seed, to /tmp")
+    add_study_arguments(p, "lm_growth", quick_help="every arm for a few steps, one seed, to /tmp")
     p.add_argument("--steps", type=int, default=480, help="the budget: scratch's steps (default 480)")
     p.add_argument("--scratch-only", action="store_true", help="stop after the learning-rate tuning and scratch")
     p.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS),
                    help="run only these arms (scratch always runs)")
-    p.add_argument("--out", type=Path, default=None, help="the folder for lm_growth.json and .md "
-                   "(default minitf/experiments/stored, /tmp/minitf-bench-lm_growth with --quick)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     quick = args.quick
-    store = Store(out_folder("lm_growth", args.out, quick), "lm_growth", fresh=quick)
+    store = open_study("lm_growth", args)
     steps = 6 if quick else args.steps
     seeds, lrs = ([0], [3e-3]) if quick else (SEEDS, LRS)
     windows = 8 if quick else EVAL_WINDOWS

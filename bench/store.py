@@ -48,6 +48,20 @@ def out_folder(study: str, out: Path | None, quick: bool) -> Path:
     return folder
 
 
+def add_study_arguments(parser, study: str,
+                        quick_help: str = "a smoke run: few steps and pairs, one seed") -> None:
+    """`--quick` and `--out`, with the one meaning this module's docstring gives them."""
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"the folder for {study}.json and .md (default minitf/experiments/stored, "
+                        f"/tmp/minitf-bench-{study} with --quick)")
+
+
+def open_study(study: str, args) -> "Store":
+    """The study's store where `--out` and `--quick` put it; a --quick run starts afresh."""
+    return Store(out_folder(study, args.out, args.quick), study, fresh=args.quick)
+
+
 def write_text(path: Path, text: str) -> None:
     """Replace a file atomically: an interrupted write leaves the old one whole."""
     atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), overwrite=True)

@@ -1,4 +1,4 @@
-"""How small can a Transformer be and still solve shift? A sweep at <= 12,000 parameters (issue 14).
+"""How small can a Transformer be and still solve shift? A sweep at <= 12,000 parameters.
 
     python bench/tiny_sweep.py            # the stored result: minitf/experiments/stored/tiny_sweep.{json,md}
     python bench/tiny_sweep.py --quick    # a smoke run in a minute (to /tmp/minitf-bench-tiny_sweep unless --out)
@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from minitf import Config, Transformer, count_parameters, evaluate, make_pairs, train  # noqa: E402
 from minitf.core.data import make_splits  # noqa: E402
-from store import Store, out_folder  # noqa: E402
+from store import add_study_arguments, open_study  # noqa: E402
 
 SETTINGS = {"train_pairs": 20000, "val_pairs": 200, "test_pairs": 1000, "repeats": 0.33,
             "steps": 3000, "batch_size": 64, "lr": 1e-2, "warmup": 50, "eval_every": 250}
@@ -216,14 +216,12 @@ def row(name: str, c: dict, group: bool = True) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="a smoke run: few steps and pairs, one seed")
-    p.add_argument("--out", type=Path, default=None, help="the folder for tiny_sweep.json and .md "
-                   "(default minitf/experiments/stored, /tmp/minitf-bench-tiny_sweep with --quick)")
+    add_study_arguments(p, "tiny_sweep")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     base = QUICK if args.quick else SETTINGS
     seeds, seq_seeds = ((0,), (0,)) if args.quick else (SEEDS, SEQUENCE_SEEDS)
-    store = Store(out_folder("tiny_sweep", args.out, args.quick), "tiny_sweep", fresh=args.quick)
+    store = open_study("tiny_sweep", args)
     doc = store.doc
     doc.update({"command": "python bench/tiny_sweep.py" + (" --quick" if args.quick else ""),
                 "settings": base, "machine": f"{platform.machine()}, torch {torch.__version__}, 1 thread",

@@ -5,7 +5,9 @@
   door (the face `minitf/__init__.py` included);
 - no package file names `bench/` in code (a docstring or a comment may name the script that made
   a stored result; a string the package uses may not: bench/ is not installed);
-- the whole import graph, imports inside functions included, has no cycle.
+- the whole import graph, imports inside functions included, has no cycle;
+- a notebook imports the face (`minitf`), `minitf.notebook` and the wings, never another door
+  (`minitf.cli`, `minitf.doctor`, `minitf.lightning`) but the one listed with its reason.
 
 Every import statement counts, wherever it stands: `import minitf.x`, `from minitf.x import y`,
 `from ..core import z`, and `importlib.import_module("minitf.x")` with a literal name.
@@ -225,6 +227,53 @@ def describe(edges: list[Edge], package_dir: Path = PACKAGE) -> str:
     return "\n".join(lines)
 
 
+# --- the notebooks: the face, minitf.notebook and the wings, no other door -------------------------
+
+NOTEBOOKS = ROOT / "notebooks"
+NOTEBOOK_DOORS = {"minitf", "minitf.notebook"}   # every notebook's two doors: the face and setup()
+# A door a notebook may use beyond those two, with the reason. Any other use of a door in a lesson
+# ties it to a surface made for something else (a renamed flag of the CLI breaks the lesson).
+NOTEBOOK_DOOR_EXCEPTIONS = {
+    ("10_lightning.ipynb", "minitf.lightning"):
+        "notebook 10 teaches the optional Lightning extra, and minitf.lightning is that extra: "
+        "its data module, fit() and the checkpoint conversion are the lesson",
+}
+
+
+def door_of(module: str) -> str:
+    """The door a module belongs to: `minitf.cli.parser` -> `minitf.cli`."""
+    return ".".join(module.split(".")[:2])
+
+
+def doors_in_notebook(path: Path, modules: set[str]) -> list[tuple[str, str]]:
+    """(where, door) for each door other than the face and minitf.notebook that the notebook's code
+    cells import or reach by attribute (`minitf.cli.main(...)`). IPython's `%` and `!` lines are
+    left out: they are not Python."""
+    import json
+    found = []
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    for n, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        code = "\n".join(line for line in "".join(cell["source"]).splitlines()
+                         if not line.lstrip().startswith(("%", "!")))
+        where = f"{path.name} cell {n} (from 0)"
+        targets = [(e.target, e.line) for e in imports_of("notebook", code, modules, filename=where)]
+        targets += [(f"minitf.{node.attr}", node.lineno) for node in ast.walk(ast.parse(code, where))
+                    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id == "minitf" and f"minitf.{node.attr}" in modules]
+        for target, line in targets:
+            door = door_of(target)
+            if part_of(target) == "door" and door not in NOTEBOOK_DOORS:
+                found.append((f"{where} line {line}", door))
+    return found
+
+
+def doors_broken(path: Path, modules: set[str]) -> list[str]:
+    return [f"{where}: uses the door {door}" for where, door in doors_in_notebook(path, modules)
+            if (path.name, door) not in NOTEBOOK_DOOR_EXCEPTIONS]
+
+
 # --- the tests -----------------------------------------------------------------------------------
 
 def test_the_package_has_the_four_wings_and_the_doors():
@@ -287,6 +336,24 @@ def test_the_graph_sees_every_kind_of_import():
     assert any(e.source == "minitf.views.explorer" and e.target == "minitf.views.heatmaps"
                and e.where == "function" for e in edges)
     assert ("minitf.core.train", "minitf.core.data") in pairs
+
+
+def test_no_notebook_uses_a_door_but_minitf_and_minitf_notebook():
+    modules = set(package_modules())
+    notebooks = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    assert len(notebooks) >= 10
+    found = [why for path in notebooks for why in doors_broken(path, modules)]
+    assert not found, ("a notebook uses a door other than minitf and minitf.notebook (use the wing the "
+                       "door calls, or list it in NOTEBOOK_DOOR_EXCEPTIONS with its reason):\n"
+                       + "\n".join(found))
+
+
+def test_each_door_a_notebook_is_allowed_is_still_used():
+    modules = set(package_modules())
+    for (name, door), reason in NOTEBOOK_DOOR_EXCEPTIONS.items():
+        assert door in modules and part_of(door) == "door" and reason
+        assert door in {d for _, d in doors_in_notebook(NOTEBOOKS / name, modules)}, \
+            f"{name} no longer uses {door}: drop it from NOTEBOOK_DOOR_EXCEPTIONS"
 
 
 # --- the checker checked: fed a violation, it must fail -----------------------------------------
@@ -367,6 +434,32 @@ def test_the_checker_sees_a_planted_violation_in_a_real_package_tree(tmp_path):
     assert cycle and "minitf.core.tokens" in cycle and "minitf.views.heatmaps" in cycle
 
 
+def test_the_notebook_guard_fails_on_a_planted_notebook(tmp_path):
+    """A copy of notebook 02 with one added cell: each door but the allowed ones is caught, by import
+    or by attribute; 10's exception is 10's alone; the face, minitf.notebook and a wing pass."""
+    import json
+    modules = set(package_modules())
+    real = json.loads((NOTEBOOKS / "02_rope.ipynb").read_text(encoding="utf-8"))
+
+    def planted(code: str, name: str = "02_rope.ipynb") -> list[str]:
+        nb = dict(real, cells=real["cells"] + [{"cell_type": "code", "execution_count": None,
+                                                "metadata": {}, "outputs": [], "source": [code]}])
+        path = tmp_path / name
+        path.write_text(json.dumps(nb), encoding="utf-8")
+        return doors_broken(path, modules)
+
+    assert planted("import minitf\nminitf.notebook.setup()\nfrom minitf.core import rope\n%time 1") == []
+    for code, door in [("from minitf.cli import checkpoint_pairs", "minitf.cli"),
+                       ("import minitf.cli.parser", "minitf.cli"),
+                       ("from minitf import doctor", "minitf.doctor"),
+                       ("import minitf\nminitf.doctor.main([])", "minitf.doctor"),
+                       ("def f():\n    from minitf.lightning import fit", "minitf.lightning")]:
+        (why,) = planted(code)
+        assert door in why and "02_rope.ipynb cell" in why, (code, why)
+    assert planted("from minitf.lightning import fit", name="10_lightning.ipynb") == []
+    assert planted("from minitf.cli import main", name="10_lightning.ipynb")
+
+
 def test_the_graph_prints():
     """`pytest -s tests/test_architecture.py -k prints` (or `python tests/test_architecture.py`)."""
     text = describe(graph())
@@ -380,6 +473,9 @@ if __name__ == "__main__":
     print(describe(edges))
     problems = [why for e in edges if (why := rule_broken(e))]
     cycle = find_cycle(edges)
+    doors = [why for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+             for why in doors_broken(path, set(package_modules()))]
     print("\nrules:", "kept" if not problems else "BROKEN\n  " + "\n  ".join(problems))
     print("cycle:", "none" if cycle is None else " -> ".join(cycle))
-    sys.exit(1 if problems or cycle else 0)
+    print("notebooks' doors:", "kept" if not doors else "BROKEN\n  " + "\n  ".join(doors))
+    sys.exit(1 if problems or cycle or doors else 0)

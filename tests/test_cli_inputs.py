@@ -36,7 +36,7 @@ CASES = [
     (["train", "--train", SEED_VAL, "--steps", "3", "--out", "{tmp}/m.pt"], 2,
      [f"{SEED_VAL}:6", "36 of its 43 lines are bad", f"data check {SEED_VAL}", "--skip-bad-lines"]),
     (["train", "--steps", "3"], 2, ["--out", "python -m minitf train --help"]),
-    # train: the new user's list (issue #34): each flag named, none silently accepted
+    # train: what a new user's first runs tripped over: each flag named, none silently accepted
     (TRAIN + ["--embed-lr", "-1"], 2, ["--embed-lr must be a number > 0", "got -1.0"]),
     (TRAIN + ["--embed-lr", "0"], 2, ["--embed-lr must be a number > 0", "got 0.0"]),
     (["train", "--n-val", "-1", "--steps", "3", "--out", "{tmp}/m.pt"], 2,

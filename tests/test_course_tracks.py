@@ -1,4 +1,4 @@
-"""The two tracks stand as the course map says (issue 30): the main path (00–09) never uses an
+"""The two tracks stand as the course map says: the main path (00–09) never uses an
 extra's exercise or an extra-only stored result (a forward pointer in prose is fine), every
 notebook is listed in its track by the README and the site, and no main-path cell shows the harness."""
 import json
@@ -13,8 +13,8 @@ from minitf.course.exercises import EXERCISES
 NOTEBOOKS = course_map.notebooks()
 MAIN = [p for p in NOTEBOOKS if course_map.track(p.name) == "main path"]
 EXTRA_EXERCISES = {name for name, ex in EXERCISES.items() if course_map.track(ex.notebook) == "extras"}
-# main-path notebooks that other helpers of issue 30 are still moving off the extras: strict, so the
-# marker must go once their branches are merged
+# main-path notebooks still being moved off the extras: strict, so the marker must go once they
+# no longer use one
 NOT_YET: dict[str, str] = {}
 
 
@@ -148,14 +148,14 @@ def test_the_harness_rule_catches_what_it_names():
                               "markdown cell 0 talks of load averages"]
 
 
-# --- the main path's budget (issue 30): words and a learner's time ------------------------------
+# --- the main path's budget: words and a learner's time -----------------------------------------
 
 @pytest.mark.parametrize("path", main_path_params({}))
 def test_no_main_path_notebook_has_more_than_3000_words_of_prose(path):
     assert course_map.prose_words(path) <= course_map.NOTEBOOK_WORD_BUDGET
 
 
-@pytest.mark.xfail(strict=True, reason="25,377 words and 400 minutes before issue 30's cuts of 03-09")
+@pytest.mark.xfail(strict=True, reason="25,377 words and 400 minutes before the cuts of 03-09")
 def test_the_main_path_fits_20000_words_and_six_hours():
     words = sum(course_map.prose_words(p) for p in MAIN)
     minutes = sum(course_map.minutes(p)["total"] for p in MAIN)

@@ -1,4 +1,4 @@
-"""Issue 23: randomised position offsets (Config.position_offset), the CLI's exact match per input
+"""Length generalisation: randomised position offsets (Config.position_offset), the CLI's exact match per input
 length, and the stored length study (bench/length_study.py)."""
 import json
 import shlex

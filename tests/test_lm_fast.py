@@ -1,4 +1,4 @@
-"""`--recipe lm-fast` (issue 24): the recipe, the shipped checkpoint and bench/lm_fast.py's arm are one
+"""`--recipe lm-fast` (RECIPE.md's fast language model): the recipe, the shipped checkpoint and bench/lm_fast.py's arm are one
 run, and the stored ablation holds what RECIPE.md says of it."""
 import shlex
 import sys

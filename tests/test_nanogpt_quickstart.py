@@ -1,4 +1,4 @@
-"""bench/nanogpt.py: `--recipe lm-fast` beside nanoGPT's own CPU quick-start (issue 34). nanoGPT's
+"""bench/nanogpt.py: `--recipe lm-fast` beside nanoGPT's own CPU quick-start. nanoGPT's
 code is never in this repository, so these tests give the bench a stand-in clone; the stored result
 (minitf/experiments/stored/nanogpt_quickstart.json) holds what RECIPE.md and notebook 14 say."""
 import json

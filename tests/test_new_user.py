@@ -1,4 +1,4 @@
-"""The new user's list (issue #34, item 4): what a first run of the command line and the Python API
+"""The new user's list: what a first run of the command line and the Python API
 tripped over, each held here. In-process where a subprocess would prove nothing; the two tests that
 need a real process and a real Ctrl-C (a signal) are marked slow."""
 import base64

@@ -221,7 +221,7 @@ def test_02_head_dim_claims_say_what_the_numbers_show():
     assert 'only("positions"' in " ".join(source("04_ffn_block.ipynb").split()).replace("\n", "")
 
 
-# ---- 01's tied ends and its "Try this" (issue 22)
+# ---- 01's tied ends and its "Try this"
 
 def test_01_tying_costs_the_smallest_solver_nothing_and_saves_1536_parameters():
     """What 01's pointer to extra 11 rests on: tied, the smallest solver solves shift as well as
@@ -251,7 +251,7 @@ def test_02_try_this_pair_3s_period_by_base():
     assert 7.9 < 10 ** 0.90 < 8.0
 
 
-# ---- what the cells of 01 and 02 print, held here instead of by asserts in front of the learner (issue 30)
+# ---- what the cells of 01 and 02 print, held here instead of by asserts in front of the learner
 
 def printed(name, needle):
     """The text a code cell of the executed notebook printed (the cell found by a piece of its code)."""

@@ -1,4 +1,4 @@
-"""Reading changes nothing (issue 30): a notebook is stored exactly as JupyterLab 4.6 saves it, so
+"""Reading changes nothing: a notebook is stored exactly as JupyterLab 4.6 saves it, so
 opening and saving it in `make lab` leaves `git status` clean. The browser check saves each notebook
 in JupyterLab itself (stage 0); this fast check applies tools/normalize_notebooks.py's rules."""
 import importlib.util

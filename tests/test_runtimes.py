@@ -72,7 +72,7 @@ def test_make_bench_rewrites_the_tables_after_measuring_the_notebooks():
     assert "runtimes.py" in source or "import runtimes" in source
 
 
-# --- every documented time names the CPU it was measured on, or is a ratio (issue 34) ------------
+# --- every documented time names the CPU it was measured on, or is a ratio -----------------------
 
 import argparse  # noqa: E402
 import re  # noqa: E402
@@ -164,7 +164,7 @@ def test_every_time_in_the_command_line_help_names_its_cpu_or_is_a_ratio():
 
 
 def test_the_check_finds_a_time_without_a_cpu():
-    """The README before issue 34 said 'about a minute' and 'in 8 s' with no CPU: caught; the same
+    """The README once said 'about a minute' and 'in 8 s' with no CPU: caught; the same
     with a CPU, a ratio or a reading time: passed."""
     old = ("```bash\nmake lab     # first run sets up .venv (about a minute), then opens JupyterLab\n"
            "python -m minitf train --recipe shift-fast --out f.pt   # the same task in 8 s\n```\n\n"

@@ -188,7 +188,7 @@ def test_the_browser_check_finds_what_it_compares():
 
 
 def test_the_navigation_shows_the_two_tracks_of_the_readmes_map(built):
-    """Main path 00–09, then the extras 10–14, each under its name (issue 30)."""
+    """Main path 00–09, then the extras 10–14, each under its name (the course map's two tracks)."""
     out, _ = built
     nav = (out / "index.html").read_text()
     main, extras = nav.index('class="mtf-site-track">Main path'), nav.index('class="mtf-site-track">Extras')

@@ -1,5 +1,5 @@
 """The options behind the smallest shift solver: coupled position ids, tied embeddings, and RoPE
-frequencies set per head or scaled (issue 14). Defaults stay the seed's."""
+frequencies set per head or scaled (bench/tiny_sweep.py). Defaults stay the seed's."""
 import math
 
 import pytest

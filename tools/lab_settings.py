@@ -1,7 +1,8 @@
 """`make lab`'s JupyterLab setting: notebooks attach every cell (windowing mode `none`).
 
 JupyterLab 4's default windowing attaches only the cells near the viewport, and in long notebooks
-with figures and widgets the page jumps while scrolling (jupyterlab issues 15968, 15693, 14878).
+with figures and widgets the page jumps while scrolling (GitHub jupyterlab/jupyterlab#15968,
+#15693, #14878).
 Writing the setting into the virtual environment's `share/jupyter/lab/settings/overrides.json`
 makes it the default for this environment only: a learner's own settings still win, and no
 file outside `.venv/` changes. Other keys already in the file are kept.

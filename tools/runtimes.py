@@ -28,7 +28,7 @@ BLOCK = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
 ROW = re.compile(r"^\| `(\d\d_\w+)` \| (?:(\d+(?:\.\d+)?) s|not measured yet) \|", re.M)
 NOT_MEASURED = "not measured yet"
 TARGETS = (ROOT / "README.md", ROOT / "notebooks" / "00_setup_check.ipynb")
-# a notebook's time on another CPU, measured on a quiet machine by a learner (issue 34)
+# a notebook's time on another CPU, measured on a quiet machine by a learner
 OTHER_CPU = {"notebook": "05_training_base64_pairs.ipynb", "seconds": 16.8,
              "cpu": "a 2-core Intel Xeon (AVX-512), quiet"}
 

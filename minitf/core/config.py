@@ -59,8 +59,8 @@ class Config:
     ffn: bool = True  # False (an ablation): blocks of attention only, no FFN sub-layer and no norm2
     dropout: float | None = None  # None: seed_dropout(d_model)
     max_len: int = 128
-    # The modern block (LLaMA-style; issue 24), each switch on its own, all off by default and out
-    # of to_dict while off, so every checkpoint saved before them reads and computes as before.
+    # The modern block (LLaMA-style; the switches below), each switch on its own, all off by default
+    # and out of to_dict while off, so every checkpoint saved before them reads and computes as before.
     # bias=False: no biases in any linear layer (Q/K/V, W_O, the FFN's, the head's).
     # ffn_gate=True: a gated FFN, down(act(up x) ⊙ gate x) (SwiGLU with activation="silu").
     # qk_norm=True: an RMSNorm (gain per head dimension) on each head's q and k before RoPE.

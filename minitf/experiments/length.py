@@ -1,4 +1,4 @@
-"""Length generalisation on shift (issue 23): the stored `length_study.json` as rows.
+"""Length generalisation (inputs longer than trained on): the stored `length_study.json` as rows.
 
 `load_length_study()` reads what `bench/length_study.py` wrote and returns a `LengthStudy`: one
 `LengthArm` per arm (a layout, its RoPE frequencies, randomised position offsets or not), with the
