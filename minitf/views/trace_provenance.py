@@ -232,18 +232,19 @@ def _explain_layer(tr, l: int, p, index, kind: str, value: float, end: str) -> s
         theta = float(layer.rope_theta[h, i])
         return f"{L}.h{h}.{kind}[{t},{d}] = {formula}{end}   (pair {i} turned by m·θ_{i} = " \
                f"{_position(tr, t)}·{theta:.4g} rad)"
-    if kind == "scores":
+    if kind in ("scores", "weights") and layer.mask is not None and layer.mask[index]:
         h, t, j = int(p[1][1:]), *index
-        if layer.mask is not None and layer.mask[t, j]:
+        if kind == "scores":
             return f"{L}.h{h}.scores[{t},{j}] = masked{end}   (position {t} may not look at " \
                    f"{j}, the future; q·k/√hd would be {fmt(float(layer.scores[h, t, j]))})"
+        return f"{L}.h{h}.weights[{t},{j}] = exp(−∞)/…{end}   (masked: position {t} may " \
+               f"not look at {j}, the future)"
+    if kind == "scores":
+        h, t, j = int(p[1][1:]), *index
         return f"{L}.h{h}.scores[{t},{j}] = q_rot[{t}]·k_rot[{j}]/√{c.head_dim} = " \
                f"({_dot(layer.q_rot[h, t], layer.k_rot[h, j])})/{fmt(math.sqrt(c.head_dim))}{end}"
     if kind == "weights":
         h, t, j = int(p[1][1:]), *index
-        if layer.mask is not None and layer.mask[t, j]:
-            return f"{L}.h{h}.weights[{t},{j}] = exp(−∞)/…{end}   (masked: position {t} may " \
-                   f"not look at {j}, the future)"
         row = layer.masked_scores[h, t].tolist()
         top = max(row)  # subtracted first, so no exp overflows
         exps = [math.exp(x - top) for x in row if x != -math.inf]
