@@ -21,6 +21,9 @@ summary of the followed position (the bytes and their embedding rows, every head
 0's FFN hidden units, the top next bytes): `_repr_mimebundle_` holds it beside the widget view and
 a stable text/plain (nbval compares that).
 
+This module is the widget; its parts live beside it: `explorer_text` (the text box's escapes),
+`explorer_model` (`build_view`: what the browser draws) and `explorer_picture` (the picture).
+
 Text box: bytes as text; type `\\t` for TAB, `\\n` for the end-of-output byte, `\\\\` for a
 backslash and `\\xNN` for any other byte (the steps write the same escapes).
 
