@@ -12,7 +12,9 @@ import warnings
 import pytest
 
 import minitf
-from minitf.views.explorer import MAX_BYTES, STATIC, build_view, from_text, to_text
+from minitf.views.explorer import STATIC
+from minitf.views.explorer_model import MAX_BYTES, build_view
+from minitf.views.explorer_text import from_text, to_text
 from minitf.course.by_hand import shift_by_hand
 from minitf.views.heatmaps import byte_labels
 from minitf.views.trace import fmt
@@ -231,10 +233,11 @@ def test_import_minitf_does_not_import_anywidget():
 def test_the_summary_of_an_attention_only_model_says_what_it_has():
     """The smallest solver (notebook 11): no FFN, one head, one layer, coupled ids, a tied head;
     its picture's sections run (a), (b), (c) with the next byte as (c)."""
-    from minitf.views.explorer import _summary, picture
+    from minitf.views.explorer_model import model_summary
+    from minitf.views.explorer_picture import picture
 
     model = minitf.load("data/checkpoints/shift_smallest.pt")
-    text = _summary(model.config)
+    text = model_summary(model.config)
     assert text == ("d_model 6 · 1 head × 6 · 1 layer · no FFN · pre-norm LayerNorm · RoPE on q, k "
                     "(coupled ids) · head tied to the embedding")
     tr = minitf.trace(model, "Hi\t")
@@ -242,7 +245,7 @@ def test_the_summary_of_an_attention_only_model_says_what_it_has():
     shown = [t.get_text() for t in picture(tr, 2, "caption").findobj(Text)]
     assert any(s.startswith("(c) the next byte") for s in shown)
     assert not any(s.startswith("(d)") for s in shown)
-    assert _summary(minitf.Config()) == ("d_model 4 · 2 heads × 2 · 2 layers · FFN 8 (relu) · "
+    assert model_summary(minitf.Config()) == ("d_model 4 · 2 heads × 2 · 2 layers · FFN 8 (relu) · "
                                          "post-norm LayerNorm · RoPE on q, k")
 
 
@@ -262,7 +265,7 @@ def test_generate_next_byte_stops_at_the_end_of_the_output_and_names_tab_and_eos
 
 
 def test_a_newline_ends_nothing_in_text_without_a_tab():
-    from minitf.views.explorer import output_ended
+    from minitf.views.explorer_model import output_ended
     assert not output_ended(b"one line\n") and output_ended(b"a\tb\n") and not output_ended(b"a\tb")
 
 

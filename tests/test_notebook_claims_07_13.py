@@ -166,7 +166,8 @@ def test_07_what_the_missing_half_costs():
 def test_07_try_this_the_gap_grows_with_the_noise_and_widen_keeps_the_function():
     """"about 1 % of the embedding's largest entry at noise 0.01, 5 % at 0.1 and 14 % at 1.0", and
     widen passes its function check at noise 1.0 (it raises GrowthError where it does not)."""
-    from minitf.core.origami import train_watching_copies, widen
+    from minitf.core.origami import widen
+    from minitf.experiments.exact_copies import train_watching_copies
     from minitf.experiments.results import GROWTH_START
     tiny = minitf.load(GROWTH_START)
     val_pairs = minitf.read_pairs(ROOT / "data" / "val.txt")

@@ -270,7 +270,8 @@ def test_draw_widen_shows_w_beside_its_tiling_on_one_centred_scale():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     W = torch.tensor([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]])
-    fig = origami.draw_widen(W, 3)
+    from minitf.views.figures import draw_widen
+    fig = draw_widen(W, 3)
     small, wide, bar = fig.axes
     assert small.images[0].get_array().shape == (2, 3)
     assert torch.allclose(torch.tensor(wide.images[0].get_array().data), origami.widen_weight(W, 3).double())

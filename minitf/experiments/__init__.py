@@ -1,8 +1,8 @@
 """Stored benchmark results and their readers: rows, readable tables and figures for the
 notebooks. Imports the core only.
 
-One module per study (ablation, origami_growth, lm_growth, growth_verdict, lm_fast, lm_envelope,
-length, smallest, norm_position, train_seeds); `results` gathers the readers the notebooks reach
+One module per study (ablation, origami_growth, exact_copies, lm_growth, growth_verdict, lm_fast,
+lm_envelope, length, smallest, norm_position, train_seeds); `results` gathers the readers the notebooks reach
 as `minitf.results.load_…`."""
 from importlib import resources
 from pathlib import Path

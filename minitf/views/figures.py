@@ -318,7 +318,7 @@ def draw_attention_flow(config, B: int = 1, T: int = 5):
 
 def plot_copy_gaps(watched: dict, every: int = 5):
     """The gap between a widened model's two copies during training, one line per noise of the
-    split: watched is noise → gaps (core.origami.train_watching_copies). A matplotlib Figure."""
+    split: watched is noise → gaps (experiments.exact_copies.train_watching_copies). A matplotlib Figure."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(7, 3.6))
@@ -330,6 +330,43 @@ def plot_copy_gaps(watched: dict, every: int = 5):
     ax.set_ylabel("largest gap between the copies", fontsize=10)
     ax.set_title("Exact copies stay copies; the noisy split lets them part", fontsize=11)
     ax.legend(fontsize=9)
+    return fig
+
+
+def draw_widen(W: torch.Tensor, k: int = 2):
+    """A figure of W beside widen_weight(W, k): the k×k grid of blocks W/k, one colour scale for both
+    (diverging, centred on 0) with a colorbar, every entry written in its cell."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import TwoSlopeNorm
+
+    from ..core.origami import widen_weight
+
+    W = W.detach().double()
+    wide = widen_weight(W, k)
+    out, inp = W.shape
+    limit = max(W.abs().max().item(), 1e-12)
+    norm = TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
+    cell = 0.62
+    fig, axes = plt.subplots(1, 2, figsize=(cell * (inp + k * inp) + 3.2, cell * k * out + 1.6),
+                             gridspec_kw={"width_ratios": [inp, k * inp]})
+    for ax, M, title in ((axes[0], W, f"W  ({out}×{inp})"),
+                         (axes[1], wide, f"widen_weight(W, {k})  ({k * out}×{k * inp}): "
+                                         f"{k}×{k} blocks of W/{k}")):
+        image = ax.imshow(M.numpy(), cmap="RdBu_r", norm=norm)
+        for (i, j), v in zip(((i, j) for i in range(M.shape[0]) for j in range(M.shape[1])),
+                             M.flatten().tolist()):
+            ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=10,
+                    color="white" if abs(v) > 0.6 * limit else "black")
+        ax.set_xticks(range(M.shape[1]))
+        ax.set_yticks(range(M.shape[0]))
+        ax.tick_params(labelsize=9)
+        ax.set_xlabel("input feature", fontsize=10)
+        ax.set_ylabel("output feature", fontsize=10)
+        ax.set_title(title, fontsize=11)
+    for b in range(1, k):  # the block boundaries: where one copy of x (or of Wx) ends
+        axes[1].axvline(b * inp - 0.5, color="black", lw=2.5)
+        axes[1].axhline(b * out - 0.5, color="black", lw=2.5)
+    fig.colorbar(image, ax=list(axes), shrink=0.8, label="weight value")
     return fig
 
 

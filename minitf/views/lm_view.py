@@ -13,7 +13,7 @@ import torch
 
 from ..core.generate import continue_ids, picker
 from ..core.tokens import show
-from .sampling_view import NextByteBars, number
+from .sampling_view import NextByteBars
 
 
 class TextSampler(NextByteBars):
@@ -62,6 +62,4 @@ class TextSampler(NextByteBars):
     def __repr__(self) -> str:
         s = self.state
         return (f"TextSampler(prompt={s['text'].decode('utf-8', 'replace')!r}, {s['steps']} new bytes, "
-                f"byte {s['step']}, T={number(s['temperature'])}, top_k={s['top_k']}, "
-                f"top_p={number(s['top_p']) if s['top_p'] else None}, "
-                f"random seed {self.seed})")
+                f"byte {s['step']}, {self.knobs(s)}, random seed {self.seed})")

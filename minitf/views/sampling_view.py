@@ -166,9 +166,13 @@ class NextByteBars(ShowsPicture):
         controls = (self.text, self.step, self.temperature, self.top_k, self.top_p)
         return picture_of(self.out, controls, self.hint)
 
+    def knobs(self, state: dict) -> str:
+        """The sampling settings as __repr__ writes them (a stable text for stored notebooks)."""
+        return (f"T={number(state['temperature'])}, top_k={state['top_k']}, "
+                f"top_p={number(state['top_p']) if state['top_p'] else None}")
+
     def __repr__(self) -> str:
         s = self.state
         return (f"NextByteBars(input={s['text'].decode('utf-8', 'replace')!r}, "
                 f"output={s['output'].decode('utf-8', 'replace')!r}, step {s['step']}, "
-                f"T={number(s['temperature'])}, top_k={s['top_k']}, "
-                f"top_p={number(s['top_p']) if s['top_p'] else None})")
+                f"{self.knobs(s)})")
