@@ -126,10 +126,10 @@ def test_logged_metrics_reads_each_metric_where_it_was_logged(tmp_path):
 @pytest.mark.slow
 def test_10_try_this_minitf_train_stops_at_the_first_validation_past_a_quarter(one_thread):
     """10's "Try this": with stop_when at 25 % exact match, section 1's run stops at the first
-    validation that reaches it, "around step 800 (700 to 900)". Which step that is depends on the
-    CPU's last bits (an Intel AVX-512 CPU stops at 700, this AMD one at 800); over 24 starts one ulp
-    apart (MINITF_PERTURB seeds 1-24) it was 700, 800 or 900, so the test holds that range and the
-    rule, not one step."""
+    validation that reaches it, "around step 800". Which step that is depends on the CPU's last bits
+    (an Intel AVX-512 CPU stops at 700, this AMD one at 800); over 24 starts one ulp apart
+    (MINITF_PERTURB seeds 1-24) it was 700 (5 starts), 800 (13), 900 (5) or 1,000 (1), so the test
+    holds that range and the rule, not one step."""
     import torch
     import minitf
     train_pairs, val_pairs = minitf.data.make_splits("copy", 2000, 100, seed=0, max_len=6)
@@ -139,6 +139,6 @@ def test_10_try_this_minitf_train_stops_at_the_first_validation_past_a_quarter(o
     history = minitf.train(model, train_pairs, val_pairs, batch_size=32, progress=False, steps=3000, lr=1e-2,
                            warmup=20, eval_every=100, stop_when=lambda m: m["exact_match"] >= 0.25)
     last = history.last_val()
-    assert 700 <= last["step"] <= 900 and len(history.loss) == last["step"]
+    assert 700 <= last["step"] <= 1000 and len(history.loss) == last["step"]
     assert last["exact_match"] >= 0.25
     assert all(v["exact_match"] < 0.25 for v in history.val[:-1])  # none before it reached a quarter
