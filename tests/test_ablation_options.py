@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf import Config, Transformer
 
 FFN_PER_LAYER = 4 * 8 + 8 + 8 * 4 + 4 + 2 * 4  # up, down and norm2 of the tiny model: 84

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 from minitf.course import course_map
 from minitf.course.exercises import EXERCISES
 

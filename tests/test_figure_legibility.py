@@ -14,13 +14,12 @@ Run as a script (`python tests/test_figure_legibility.py`) it prints the table o
 """
 import base64
 import json
-import pathlib
 import struct
 import sys
 
 import pytest
+from support import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from minitf.views.pictures import SMALLEST_TEXT, png_text, smallest_text_px  # noqa: E402

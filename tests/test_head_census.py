@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf.course import head_census
 from minitf.course.solutions import my_ablate_head
 

@@ -15,7 +15,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 
 PAGES = sorted(p for p in ROOT.glob("*.md")) + [ROOT / "data" / "seed" / "README.md"]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

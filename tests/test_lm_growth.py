@@ -4,7 +4,6 @@ import importlib.util
 import json
 import math
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,8 +13,8 @@ from minitf import origami
 from minitf.core.flops import flops_per_token, non_embedding_parameters
 from minitf.core.text import random_windows
 from minitf.core.train import make_optimizer, train_step
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0,
                       max_len=16)
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT
+from support import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 import nanogpt  # noqa: E402

@@ -1,14 +1,12 @@
 """Claims notebooks 03 (attention) and 04 (FFN block) make in words, checked here so the notebooks
 can state them without a wall of asserts."""
-from pathlib import Path
 
 import pytest
 import torch
 
 import minitf
 import minitf.core.baselines
-
-ROOT = Path(__file__).resolve().parents[1]
+from support import ROOT
 
 
 # --- 03 · attention -------------------------------------------------------------------------------
@@ -127,7 +125,7 @@ def test_without_residuals_neither_layout_passes_the_length_oracle(one_thread):
 def test_04_the_stored_norm_study_is_what_its_code_computes():
     """One stored run trained again (pre-norm, seed 0): the same losses and gradient norms, to
     float32 accuracy, so the file is the recorded command's output and not an edited table."""
-    from conftest import assert_close_float32
+    from support import assert_close_float32
     from minitf.experiments.norm_position import load_norm_position, run
     stored = load_norm_position().of("pre")[0]
     again = run("pre", 0)

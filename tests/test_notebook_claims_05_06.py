@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT as ROOT_DIR
+from support import ROOT as ROOT_DIR
 from minitf import heatmaps
 from minitf.core.baselines import baseline_losses
 from minitf.views.sampling_view import sample_output

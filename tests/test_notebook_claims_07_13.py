@@ -7,7 +7,7 @@ import statistics
 import pytest
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf.experiments.results import (GROWTH_START, load_growth, load_lm_growth, load_recipe_growth,
                                         plot_growth_verdict)
 

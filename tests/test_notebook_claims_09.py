@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf.core.checkpoint import describe
 from minitf.core.text import loss_by_position
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf import Config, MultiHeadAttention, rope_angles, rope_frequencies
 from minitf.core.train import make_optimizer
 from minitf.course import course_map

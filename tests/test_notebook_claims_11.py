@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf import Config, Transformer, count_parameters
 from minitf.core.data import make_splits
 from minitf.views.heatmaps import attention_weights, head_scores

@@ -6,7 +6,7 @@ import statistics as st
 import pytest
 import torch
 
-from conftest import ROOT
+from support import ROOT
 from minitf import Config, Transformer, count_parameters
 from minitf.experiments.results import load_lm_envelope, load_lm_fast
 

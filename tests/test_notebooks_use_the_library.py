@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 

@@ -8,7 +8,7 @@ import sys
 import tomllib
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 
 def pyproject_pins(extras: bool = False):

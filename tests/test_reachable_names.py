@@ -20,7 +20,7 @@ import sys
 import pytest
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 
 # slow as a whole: each module builds something once (a wheel, the site, a fresh interpreter's view)
 pytestmark = pytest.mark.slow

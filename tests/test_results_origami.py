@@ -9,7 +9,7 @@ import math
 import pytest
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf.core.origami import widen
 from minitf.experiments.results import RESULTS, load_growth, load_recipe_growth
 

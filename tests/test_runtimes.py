@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 
 spec = importlib.util.spec_from_file_location("runtimes", ROOT / "tools" / "runtimes.py")
 runtimes = importlib.util.module_from_spec(spec)

@@ -17,7 +17,7 @@ import re
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from conftest import ROOT
+from support import ROOT
 from minitf import workbook
 from minitf.course.feedback import ExerciseError
 

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf import IGNORE, solutions
 from minitf.course import training_checks
 from minitf.course import training_parts as tp

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf import parts, solutions, workbook
 from minitf.course import declaration
 
