@@ -57,6 +57,11 @@ def joined(notebook, kind: str | None = None, sep: str = "\n") -> str:
     return sep.join(source(c) for c in cells(notebook) if kind is None or c["cell_type"] == kind)
 
 
+def indexed(notebook, kind: str) -> list[tuple[int, str]]:
+    """(index, source) of every cell of one kind ("code", "markdown"), the index counting all cells."""
+    return [(i, source(c)) for i, c in enumerate(cells(notebook)) if c["cell_type"] == kind]
+
+
 def code(notebook) -> str:
     """Every code cell's source, one after another."""
     return joined(notebook, "code")
@@ -74,7 +79,7 @@ def cell_output(cell: dict, results: bool = False) -> str:
                    for o in cell.get("outputs", []))
 
 
-def code_cell(notebook, *, starts: str | None = None, containing: str | None = None) -> dict:
+def code_cell(notebook, starts: str | None = None, *, containing: str | None = None) -> dict:
     """The one code cell whose source starts with `starts` (or contains `containing`). `notebook` is a
     name or a list of cells (a notebook just executed)."""
     found = [c for c in (cells(notebook) if isinstance(notebook, (str, pathlib.Path)) else notebook)
@@ -86,7 +91,7 @@ def code_cell(notebook, *, starts: str | None = None, containing: str | None = N
     return found[0]
 
 
-def printed(notebook, *, starts: str | None = None, containing: str | None = None, results: bool = False) -> str:
+def printed(notebook, starts: str | None = None, *, containing: str | None = None, results: bool = False) -> str:
     """What the one code cell found so (see code_cell) printed; with results, its shown values too."""
     return cell_output(code_cell(notebook, starts=starts, containing=containing), results)
 
