@@ -1,21 +1,18 @@
 """The notebooks use the library: they import no command-line internals (the CLI is a door onto
 minitf, and a lesson that imports it breaks when a flag is renamed) and print no library source."""
-import json
 import re
 
 import pytest
 
-from support import ROOT
+from support import ROOT, code
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_notebook_imports_the_cli(path):
-    code = "\n".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"]
-                     if c["cell_type"] == "code")
     found = re.findall(r"^.*\b(?:from\s+minitf\.cli\s+import|import\s+minitf\.cli|from\s+minitf\s+import\s+[^\n]*\bcli\b|minitf\.cli\.)\b.*$",
-                       code, re.MULTILINE)
+                       code(path), re.MULTILINE)
     assert not found, f"{path.name} uses minitf.cli: {found}"
 
 
