@@ -28,3 +28,11 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def growth():
+    """The stored growth study (minitf/experiments/stored/origami_growth.json), read once per file:
+    notebook 07's section 7 and notebook 13 quote it."""
+    from minitf.experiments.results import load_growth
+    return load_growth()

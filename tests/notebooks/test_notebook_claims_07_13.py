@@ -7,7 +7,7 @@ import pytest
 
 import minitf
 from support import ROOT, markdown, printed
-from minitf.experiments.results import (GROWTH_START, load_growth, load_lm_growth, load_recipe_growth,
+from minitf.experiments.results import (GROWTH_START, load_lm_growth, load_recipe_growth,
                                         plot_growth_verdict)
 
 
@@ -15,11 +15,6 @@ from minitf.experiments.results import (GROWTH_START, load_growth, load_lm_growt
 def section7():
     text = markdown("07_origami_expansion.ipynb")
     return text[text.index("## 7. Does growing pay?"):]
-
-
-@pytest.fixture(scope="module")
-def growth():
-    return load_growth()
 
 
 @pytest.fixture(scope="module")
