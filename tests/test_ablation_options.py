@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf import Config, Transformer
 
 FFN_PER_LAYER = 4 * 8 + 8 + 8 * 4 + 4 + 2 * 4  # up, down and norm2 of the tiny model: 84
@@ -106,7 +106,7 @@ def reference_logits(model, ids):
 
 
 # made later with options this reference does not write out (no FFN, coupled ids, a tied head);
-# tests/test_tiny_options.py, test_notebook_claims_11.py and test_by_hand.py check them
+# tests/test_tiny_options.py, notebooks/test_notebook_claims_11.py and test_by_hand.py check them
 NEWER_LAYOUTS = {"shift_smallest.pt", "shift_by_hand.pt", "shift_long.pt",  # shift_long*: tests/test_length.py
                  "shift_long_small.pt"}
 

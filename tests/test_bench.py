@@ -6,15 +6,14 @@ compute the same logits and gradients from the same weights.
 """
 import copy
 import importlib.util
-import pathlib
 
 import pytest
 import torch
 
 import minitf
 from minitf import Config, Transformer
+from support import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def load_bench_module(name):

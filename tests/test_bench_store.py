@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 spec = importlib.util.spec_from_file_location("store", ROOT / "bench" / "store.py")

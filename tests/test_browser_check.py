@@ -1,11 +1,10 @@
 """The real-browser check's own logic, without a browser: what it calls a failure, and how it says so."""
 import importlib.util
 import json
-import pathlib
 
 import pytest
+from support import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 spec = importlib.util.spec_from_file_location("check_notebooks", ROOT / "tests/browser/check_notebooks.py")
 check = importlib.util.module_from_spec(spec)

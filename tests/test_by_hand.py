@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf.core.rope import position_ids
 from minitf.course.by_hand import HandSet, byte_circle, shift_by_hand, value_rotation
 from test_checkpoints import maker

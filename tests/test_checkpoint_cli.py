@@ -8,6 +8,7 @@ import torch
 import minitf
 from minitf import CheckpointError, Config, Transformer, load, save
 from minitf.cli import main
+from support import ROOT
 
 
 def test_save_load_round_trip_and_no_clobber(tmp_path):
@@ -137,7 +138,7 @@ def test_written_files_get_ordinary_permissions(tmp_path):
     assert oct(pairs.stat().st_mode & 0o777) == oct(0o644)
 
 
-CHECKPOINTS = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "checkpoints"
+CHECKPOINTS = ROOT / "data" / "checkpoints"
 
 
 @pytest.mark.parametrize("name", ["shift", "shift_uniform", "copy", "reverse", "shift_smallest",

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf.cli import parser
 
 FOLDER = ROOT / "data" / "checkpoints"

@@ -2,13 +2,13 @@
 reported with their explanation, never raised."""
 import json
 import re
-from pathlib import Path
 
 import pytest
 import torch
 
 from minitf import doctor
 from minitf.cli import main
+from support import ROOT
 
 ALL_WELL = """\
 ok  versions: every package as pinned in pyproject.toml
@@ -170,4 +170,4 @@ def test_every_check_is_in_the_stored_file(name):
 
 def test_the_troubleshooting_page_doctor_names_exists():
     name = re.search(r"\b([A-Z_]+\.md)\b", doctor.TROUBLESHOOTING)[1]
-    assert (Path(__file__).resolve().parents[1] / name).is_file()
+    assert (ROOT / name).is_file()

@@ -4,7 +4,6 @@ with the trace's own explanation."""
 import base64
 import json
 import math
-import pathlib
 import subprocess
 import sys
 import warnings
@@ -18,8 +17,8 @@ from minitf.views.explorer_text import from_text, to_text
 from minitf.course.by_hand import shift_by_hand
 from minitf.views.heatmaps import byte_labels
 from minitf.views.trace import fmt
+from support import ROOT
 
-ROOT = pathlib.Path(__file__).parents[1]
 CHECKPOINTS = sorted((ROOT / "data" / "checkpoints").glob("*.pt"))
 
 

@@ -13,14 +13,12 @@ text, as displayed, is under 9 px, or where a figure carries no record.
 Run as a script (`python tests/test_figure_legibility.py`) it prints the table of every figure.
 """
 import base64
-import json
-import pathlib
 import struct
 import sys
 
 import pytest
+from support import ROOT, cells
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from minitf.views.pictures import SMALLEST_TEXT, png_text, smallest_text_px  # noqa: E402
@@ -38,7 +36,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 def stored_figures(path):
     """(cell index, PNG bytes, width asked for by the output's metadata or None) of every PNG output,
     widget pictures included."""
-    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+    for i, cell in enumerate(cells(path)):
         for output in cell.get("outputs", []):
             data = output.get("data", {}).get("image/png")
             if data is not None:
@@ -150,7 +148,7 @@ TABLES_CHECKED = ["06_attention_heatmaps", "07_origami_expansion", "12_weights_b
 def table_rows(path):
     """(cell, line) of every printed line that is a table row: columns set apart by 2+ spaces."""
     import re
-    for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+    for i, cell in enumerate(cells(path)):
         for output in cell.get("outputs", []):
             text = "".join(output.get("text", "")) or "".join(output.get("data", {}).get("text/plain", ""))
             for line in text.splitlines():

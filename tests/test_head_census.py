@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT, code_cell
 from minitf.course import head_census
 from minitf.course.solutions import my_ablate_head
 
@@ -65,8 +65,6 @@ def test_check_prints_instead_of_raising(capsys):
 
 
 def test_notebook_06_checks_the_learner_s_table():
-    import json
-    cells = json.loads((ROOT / "notebooks" / "06_attention_heatmaps.ipynb").read_text())["cells"]
-    turn = next(c for c in cells if c["cell_type"] == "code" and "found = {}" in "".join(c["source"]))
+    turn = code_cell("06_attention_heatmaps", containing="found = {}")
     assert 'head_census.check(found, models["reverse"], held_out["reverse"])' in "".join(turn["source"])
     assert "".join(turn["outputs"][0]["text"]).startswith("found: empty: the loop body is still `pass`")

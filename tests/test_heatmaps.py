@@ -5,11 +5,7 @@ import torch
 
 import minitf
 from minitf import heatmaps
-
-
-def small_model(**changes):
-    torch.manual_seed(0)
-    return minitf.Transformer(minitf.Config(d_model=8, n_heads=2, **changes)).eval()
+from support import small_model
 
 
 def test_byte_labels_make_invisible_bytes_visible():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from jupyterlab_server.settings_utils import get_settings
 
-from conftest import ROOT
+from support import ROOT
 
 spec = importlib.util.spec_from_file_location("lab_settings", ROOT / "tools" / "lab_settings.py")
 lab_settings = importlib.util.module_from_spec(spec)

@@ -5,7 +5,6 @@ link in the Markdown pages and the notebooks' text points at a file (and a `#sec
 file at one of its headings), every `pip install` names the pinned version of each package it
 installs (pyproject.toml), and the Colab cell clones a branch or tag that exists.
 """
-import json
 import re
 import shlex
 import subprocess
@@ -15,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT, cells
 
 PAGES = sorted(p for p in ROOT.glob("*.md")) + [ROOT / "data" / "seed" / "README.md"]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -41,7 +40,7 @@ def texts() -> list[tuple[str, Path, str, str]]:
     """(where, file, kind, text) of every Markdown page and every notebook cell (markdown or code)."""
     out = [(p.relative_to(ROOT).as_posix(), p, "markdown", p.read_text()) for p in PAGES if p.is_file()]
     for nb in NOTEBOOKS:
-        for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
+        for i, cell in enumerate(cells(nb)):
             out.append((f"{nb.name} cell {i}", nb, cell["cell_type"], "".join(cell["source"])))
     return out
 

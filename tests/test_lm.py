@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf import Config, Transformer, generate_text, next_byte_probs
 from minitf.cli import main, parser
 from minitf.core.generate import continue_ids

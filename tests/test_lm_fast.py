@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf import cli
 from minitf.core import recipes
 from minitf.core.text import evaluate_text, read_text

@@ -4,7 +4,6 @@ import importlib.util
 import json
 import math
 import sys
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,8 +13,8 @@ from minitf import origami
 from minitf.core.flops import flops_per_token, non_embedding_parameters
 from minitf.core.text import random_windows
 from minitf.core.train import make_optimizer, train_step
+from support import ROOT, markdown
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0,
                       max_len=16)
 
@@ -263,17 +262,11 @@ def test_load_lm_growth_gives_arms_curves_and_growth_steps(stored):
 
 # --- notebook 13 (the growth report), section 3: its sentences held to the stored result ----------
 
-def markdown_text(name: str) -> str:
-    """A notebook's markdown as one string, every run of whitespace one space."""
-    nb = json.loads((ROOT / "notebooks" / name).read_text())
-    return " ".join(" ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown").split())
-
-
 @pytest.fixture(scope="module")
 def section9():
     """Notebook 13's section on the language model (section 9 of notebook 07 until it moved there),
     up to the report's summary."""
-    text = markdown_text("13_growth_report.ipynb")
+    text = markdown("13_growth_report")
     return text[text.index("## 3. Growth on the language model"):text.index("## Summary")]
 
 

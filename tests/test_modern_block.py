@@ -15,7 +15,7 @@ from minitf.core.kv_cache import KVCache
 from minitf.core.origami import GrowthError, deepen, widen
 from minitf.core.train import Combined, block_matrices, make_lm_optimizer, wsd_at
 from minitf.views.trace import fmt, trace
-from tests.conftest import assert_close_float32
+from support import assert_close_float32
 
 # the fields a config saved before the modern options wrote (Config().to_dict() then)
 OLD_FIELDS = {"vocab_size", "d_model", "n_heads", "head_dim", "n_layers", "d_ff", "activation",

@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from conftest import ROOT
+from support import ROOT, joined
 
 sys.path.insert(0, str(ROOT / "bench"))
 import nanogpt  # noqa: E402
@@ -110,8 +110,7 @@ def test_recipe_and_notebook_14_quote_the_stored_ratio_and_the_reporters(stored)
     wall time, nanoGPT on its default threads); RECIPE.md also gives the range of wall ratios."""
     ratio = f"{statistics.median(ratios(stored, 'cpu_s')):.2f}×"
     wall = ratios(stored, "wall_s")
-    nb = json.loads((ROOT / "notebooks" / "14_faster_language_model.ipynb").read_text())
-    notebook = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    notebook = joined("14_faster_language_model", "markdown")
     recipe = (ROOT / "RECIPE.md").read_text()
     cpu = stored["cpu"].split(",")[0]
     for text in (recipe, notebook):

@@ -321,7 +321,7 @@ def test_info_shows_the_step_a_run_reached(extra, shown, tmp_path, capsys):
 # --- 8. the README's course table lists every notebook and the recipes -------------------------------
 
 def test_the_course_table_lists_every_notebook_and_every_recipe():
-    from conftest import ROOT
+    from support import ROOT
     from minitf.core.recipes import RECIPES
 
     readme = (ROOT / "README.md").read_text()

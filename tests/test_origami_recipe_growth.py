@@ -5,14 +5,13 @@ step hands over the small model's function unchanged, to exactly the recipe's ar
 Adam's moments carried over.
 """
 import importlib.util
-import pathlib
 
 import pytest
 import torch
 
 from minitf import Transformer, make_batch, make_pairs, masked_loss, train
+from support import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("bench_origami_recipe_growth",
                                               ROOT / "bench" / "origami_recipe_growth.py")
 bench = importlib.util.module_from_spec(spec)

@@ -8,7 +8,7 @@ import sys
 import tomllib
 
 import pytest
-from conftest import ROOT
+from support import ROOT, cells
 
 
 def pyproject_pins(extras: bool = False):
@@ -123,7 +123,7 @@ def test_no_notebook_redefines_what_minitf_provides():
     assert {"Transformer", "exercise", "Explorer", "load_ablation", "setup"} <= provided
     copies = []
     for nb in notebooks():
-        for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
+        for i, cell in enumerate(cells(nb)):
             if cell["cell_type"] != "code" or "exercise" in cell["metadata"].get("tags", []):
                 continue
             src = "".join(cell["source"])
@@ -136,7 +136,7 @@ def test_no_notebook_redefines_what_minitf_provides():
 
 def test_every_notebook_starts_with_the_minitf_setup():
     for nb in notebooks():
-        code = [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code"]
+        code = [c for c in cells(nb) if c["cell_type"] == "code"]
         assert "minitf.notebook.setup(" in "".join(code[0]["source"]), nb.name
 
 

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 import minitf
-from conftest import ROOT
+from support import ROOT, cells
 
 # slow as a whole: each module builds something once (a wheel, the site, a fresh interpreter's view)
 pytestmark = pytest.mark.slow
@@ -119,7 +119,7 @@ def uses(code: str) -> list[tuple[str, str, tuple[str, ...]]]:
 
 def notebook_uses():
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        for i, cell in enumerate(json.loads(nb.read_text())["cells"]):
+        for i, cell in enumerate(cells(nb)):
             if cell["cell_type"] != "code":
                 continue
             src = "\n".join(l for l in "".join(cell["source"]).splitlines()

@@ -2,15 +2,14 @@
 import contextlib
 import io
 import shlex
-from pathlib import Path
 
 import pytest
 import torch
 
 from minitf import Config, cli, load
 from minitf.core import recipes
+from support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse(argv):

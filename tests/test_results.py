@@ -6,7 +6,7 @@ import sys
 import pytest
 from matplotlib.figure import Figure
 
-from conftest import ROOT
+from support import ROOT
 from minitf.experiments.results import ABLATION_JSON, Ablation, Row, load_ablation
 
 

@@ -9,14 +9,9 @@ import math
 import pytest
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf.core.origami import widen
-from minitf.experiments.results import RESULTS, load_growth, load_recipe_growth
-
-
-@pytest.fixture(scope="module")
-def growth():
-    return load_growth()
+from minitf.experiments.results import RESULTS, load_recipe_growth
 
 
 @pytest.fixture(scope="module")

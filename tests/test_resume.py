@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf.cli import main
 from minitf.core.checkpoint import train_state
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT, joined
 
 spec = importlib.util.spec_from_file_location("runtimes", ROOT / "tools" / "runtimes.py")
 runtimes = importlib.util.module_from_spec(spec)
@@ -16,8 +16,7 @@ spec.loader.exec_module(runtimes)
 
 
 def notebook_00_text():
-    nb = json.loads((ROOT / "notebooks" / "00_setup_check.ipynb").read_text())
-    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return joined("00_setup_check", "markdown")
 
 
 @pytest.mark.parametrize("where", ["README.md", "notebooks/00_setup_check.ipynb"])
@@ -126,8 +125,7 @@ def units(text: str) -> list[str]:
 
 def doc_text(path: str) -> str:
     if path.endswith(".ipynb"):
-        nb = json.loads((ROOT / path).read_text())
-        return "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        return joined(ROOT / path, "markdown", sep="\n\n")
     return (ROOT / path).read_text()
 
 

@@ -4,6 +4,7 @@ import torch
 
 import minitf
 from minitf.views.sampling_view import NextByteBars, next_byte_probs, sample_output
+from support import small_model
 
 
 def logits(seed=0, rows=3, vocab=256):
@@ -69,13 +70,8 @@ def test_bad_settings_say_what_is_wrong():
         next_byte_probs(logits(), top_p=0)
 
 
-def small_model():
-    torch.manual_seed(0)
-    return minitf.Transformer(minitf.Config(d_model=8, n_heads=2, dropout=0.0)).eval()
-
-
 def test_sampling_draws_what_generate_draws():
-    model = small_model()
+    model = small_model(dropout=0.0)
     for settings in ({"temperature": 0}, {"temperature": 1.5, "top_k": 20}, {"temperature": 0.8}):
         ours, probs = sample_output(model, b"Hi!", seed=3, max_new_tokens=10, **settings)
         assert ours == minitf.generate(model, b"Hi!", max_new_tokens=10, seed=3, **settings)

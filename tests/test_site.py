@@ -14,7 +14,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 
 # slow as a whole: each module builds something once (a wheel, the site, a fresh interpreter's view)
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT, assert_close_float32
+from support import ROOT, assert_close_float32
 from minitf import attention, causal_mask, solutions
 from minitf.core.rope import rope_angles
 from minitf.course import exercises, speaking

@@ -12,7 +12,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import ROOT
+from support import ROOT
 
 spec = importlib.util.spec_from_file_location("student", ROOT / "tools" / "student.py")
 student = importlib.util.module_from_spec(spec)

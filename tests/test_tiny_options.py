@@ -15,13 +15,9 @@ from minitf.course.parts import Parts, assemble
 from minitf.core.rope import (alias_margin, apply_rope, config_frequencies, position_ids, rope_angles,
                          rope_frequencies, sinusoidal_table)
 from minitf.views.trace import trace
+from support import tiny_config
 
 PAIR = list(b"abc\tbcd\n")  # x_0 x_1 x_2 TAB y_0 y_1 y_2 EOS
-
-
-def tiny(**changes):
-    base = dict(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0)
-    return Config(**{**base, **changes})
 
 
 # --- position ids ----------------------------------------------------------------------------------
@@ -76,15 +72,15 @@ def test_coupled_rope_scores_tab_against_first_input_byte_whatever_the_length():
         model = Transformer(config).double().eval()
         tr = trace(model, b"a" * L + b"\t")
         return float(tr.layers[0].scores[0, L, 0])  # query TAB, key x_0
-    coupled = tiny(position_ids="coupled", n_layers=1)
-    sequence = tiny(n_layers=1, rope_base=10.0)
+    coupled = tiny_config(position_ids="coupled", n_layers=1)
+    sequence = tiny_config(n_layers=1, rope_base=10.0)
     assert score(coupled, 3) == pytest.approx(score(coupled, 9), abs=1e-12)
     assert abs(score(sequence, 3) - score(sequence, 9)) > 1e-3
 
 
 @pytest.mark.parametrize("positional", ["rope", "sinusoidal"])
 def test_coupled_forward_matches_the_trace_and_the_kv_cache(positional):
-    config = tiny(position_ids="coupled", positional=positional, max_len=16)
+    config = tiny_config(position_ids="coupled", positional=positional, max_len=16)
     torch.manual_seed(1)
     model = Transformer(config).double().eval()
     ids = torch.tensor([PAIR])
@@ -109,14 +105,14 @@ def test_coupled_forward_matches_the_trace_and_the_kv_cache(positional):
 
 
 def test_coupled_sinusoidal_reads_a_full_row_without_tab():
-    config = tiny(position_ids="coupled", positional="sinusoidal", max_len=10)
+    config = tiny_config(position_ids="coupled", positional="sinusoidal", max_len=10)
     model = Transformer(config).eval()
     assert model(torch.full((1, 10), 65)).shape == (1, 10, 256)  # ids 1 … 10 = max_len
 
 
 def test_coupled_generation_with_and_without_cache_agree():
     torch.manual_seed(2)
-    model = Transformer(tiny(position_ids="coupled")).eval()
+    model = Transformer(tiny_config(position_ids="coupled")).eval()
     with_cache = minitf.generate_text(model, "ab\tc", 12, greedy=True)
     without = minitf.generate_text(model, "ab\tc", 12, greedy=True, cache=False)
     assert with_cache == without
@@ -130,13 +126,13 @@ def test_tied_head_shares_the_embedding_and_counts_it_once():
     assert tied.head.bias.shape == (256,)  # the head keeps its own biases
     assert count_parameters(untied) == 2648
     assert count_parameters(tied) == 2648 - 256 * 4 == 1624
-    assert count_parameters(Transformer(tiny(tie_embeddings=True, n_heads=1, n_layers=1))) == 2920
+    assert count_parameters(Transformer(tiny_config(tie_embeddings=True, n_heads=1, n_layers=1))) == 2920
 
 
 def test_tied_gradient_is_the_sum_of_both_uses():
     torch.manual_seed(3)
-    tied = Transformer(tiny(tie_embeddings=True)).double()
-    untied = Transformer(tiny()).double()
+    tied = Transformer(tiny_config(tie_embeddings=True)).double()
+    untied = Transformer(tiny_config()).double()
     state = tied.state_dict()  # holds the shared matrix under both names
     untied.load_state_dict(state)
     assert torch.equal(untied.head.weight, untied.embed.weight)
@@ -151,7 +147,7 @@ def test_tied_gradient_is_the_sum_of_both_uses():
 
 def test_tied_checkpoint_round_trip(tmp_path):
     torch.manual_seed(4)
-    model = Transformer(tiny(tie_embeddings=True, position_ids="coupled", rope_freqs=(1.0, 0.25)))
+    model = Transformer(tiny_config(tie_embeddings=True, position_ids="coupled", rope_freqs=(1.0, 0.25)))
     save(model, tmp_path / "m.pt")
     back = load(tmp_path / "m.pt")
     assert back.config == model.config and back.head.weight is back.embed.weight
@@ -160,15 +156,15 @@ def test_tied_checkpoint_round_trip(tmp_path):
 
 
 def test_parts_keep_the_tie():
-    model = assemble(tiny(tie_embeddings=True), Parts(embed=minitf.solutions.my_embed))
+    model = assemble(tiny_config(tie_embeddings=True), Parts(embed=minitf.solutions.my_embed))
     assert model.head.weight is model.embed.weight
-    assert count_parameters(model) == count_parameters(Transformer(tiny(tie_embeddings=True)))
+    assert count_parameters(model) == count_parameters(Transformer(tiny_config(tie_embeddings=True)))
 
 
 # --- RoPE frequencies ------------------------------------------------------------------------------
 
 def test_default_frequencies_are_unchanged():
-    for config in (Config(), tiny(), tiny(rope_base=20.0)):
+    for config in (Config(), tiny_config(), tiny_config(rope_base=20.0)):
         expected = rope_frequencies(config.head_dim, config.rope_base, config.n_heads)
         assert torch.equal(config_frequencies(config), expected)
         assert torch.equal(Transformer(config).blocks[0].attn.inv_freq, expected)
@@ -184,9 +180,9 @@ def test_rope_scale_multiplies_the_positions():
 
 
 def test_explicit_frequencies_shared_or_per_head():
-    shared = config_frequencies(tiny(rope_freqs=(1.0, 0.2)))
+    shared = config_frequencies(tiny_config(rope_freqs=(1.0, 0.2)))
     assert torch.allclose(shared, torch.tensor([[1.0, 0.2], [1.0, 0.2]]))
-    per_head = config_frequencies(tiny(rope_freqs=(1.0, 0.5, 0.3, 0.1)))
+    per_head = config_frequencies(tiny_config(rope_freqs=(1.0, 0.5, 0.3, 0.1)))
     assert torch.allclose(per_head, torch.tensor([[1.0, 0.5], [0.3, 0.1]]))
 
 
@@ -200,7 +196,7 @@ def test_explicit_frequencies_shared_or_per_head():
 ])
 def test_bad_rope_frequencies_are_refused(changes, message):
     with pytest.raises(ValueError, match=message):
-        tiny(**changes)
+        tiny_config(**changes)
 
 
 def test_head_dim_2_aliases_whatever_the_base_and_explicit_frequencies_fix_it():
@@ -246,11 +242,11 @@ def test_cli_flags_reach_the_config():
 
 def test_trace_explains_coupled_ids_and_the_tied_head():
     torch.manual_seed(5)
-    model = Transformer(tiny(tie_embeddings=True, position_ids="coupled"))
+    model = Transformer(tiny_config(tie_embeddings=True, position_ids="coupled"))
     tr = trace(model, "ab\tb")
     assert "E[99,c]" in tr.explain("logits.3.99") and "tied" in tr.explain("logits.3.99")
     assert "m·θ_0 = 2 (the coupled id of position 1)" in tr.explain("L0.h0.q_rot.1.0")
-    sinusoidal = trace(Transformer(tiny(positional="sinusoidal", position_ids="coupled")), "ab\tb")
+    sinusoidal = trace(Transformer(tiny_config(positional="sinusoidal", position_ids="coupled")), "ab\tb")
     assert sinusoidal.explain("pos.2.0").startswith("pos[2,0] = sin(0 (the coupled id of position 2)")
 
 
@@ -258,7 +254,7 @@ def test_lightning_module_trains_a_tied_coupled_model():
     pytest.importorskip("lightning")
     from minitf.lightning import MinitfDataModule, fit
     torch.manual_seed(6)
-    model = Transformer(tiny(tie_embeddings=True, position_ids="coupled", n_layers=1))
+    model = Transformer(tiny_config(tie_embeddings=True, position_ids="coupled", n_layers=1))
     pairs = minitf.make_pairs("shift", 64, seed=1)
     hist = fit(model, MinitfDataModule(pairs, pairs[:8], batch_size=16, seed=0), steps=3, lr=1e-2,
                accelerator="cpu", enable_progress_bar=False)

@@ -3,17 +3,16 @@ rebuild the model's logits, and they equal the modules' own activations (forward
 shipped checkpoint."""
 import copy
 import math
-import pathlib
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import minitf
-from conftest import assert_close_float32
+from support import ROOT, assert_close_float32
 from minitf.views.trace import fmt, trace
 
-CHECKPOINTS = sorted((pathlib.Path(__file__).parents[1] / "data" / "checkpoints").glob("*.pt"))
+CHECKPOINTS = sorted((ROOT / "data" / "checkpoints").glob("*.pt"))
 # checkpoints with QK-norm: their trace records q and k after the norm, which the step-by-step
 # rebuild below does not redo; test_a_qk_norm_checkpoint_traces_to_its_own_logits checks them
 QK_NORM = {"lm_fast"}
@@ -287,7 +286,7 @@ def test_inputs_are_checked():
 
 
 def test_a_qk_norm_checkpoint_traces_to_its_own_logits():
-    folder = pathlib.Path(__file__).parents[1] / "data" / "checkpoints"
+    folder = ROOT / "data" / "checkpoints"
     for name in QK_NORM:
         model = minitf.load(folder / f"{name}.pt")
         tr = trace(model, "Hello\tworld")

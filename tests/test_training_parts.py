@@ -1,7 +1,6 @@
 """The training core as the learner's pieces (notebook 08): each exercise names the usual slips, the
 learner's AdamW is torch's AdamW step by step, a broken training piece is named, 08's path runs
 with deliberately wrong pieces and names them, and 08's sentences about its run hold."""
-import json
 import math
 import re
 
@@ -10,12 +9,14 @@ import torch
 import torch.nn.functional as F
 
 import minitf
-from conftest import ROOT
+from support import ROOT, cells, joined, printed
 from minitf import IGNORE, solutions
 from minitf.course import training_checks
 from minitf.course import training_parts as tp
 from minitf.course import exercises as workbook
 from minitf.experiments import train_seeds
+
+NOTEBOOK_08 = "08_assemble_your_model"
 
 
 # --- wrong attempts, one per recognised slip ------------------------------------------------------
@@ -440,13 +441,8 @@ def test_notebook_08_with_wrong_pieces_names_each_and_still_trains(tmp_path, mon
 
 # --- what notebook 08 says about its run ---------------------------------------------------------
 
-def notebook_08() -> str:
-    cells = json.loads((ROOT / "notebooks" / "08_assemble_your_model.ipynb").read_text())["cells"]
-    return "\n".join("".join(c["source"]) for c in cells)
-
-
 def test_notebook_08_trains_the_recipe_the_seed_spread_measured():
-    text, r = notebook_08(), train_seeds.RECIPE
+    text, r = joined(NOTEBOOK_08), train_seeds.RECIPE
     assert minitf.Config(**r["config"]) == minitf.Config(
         d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0, rope_base=20.0,
         position_ids="coupled", tie_embeddings=True)
@@ -468,7 +464,7 @@ def test_the_seed_spread_holds_notebook_08s_sentences():
     assert sum(s is not None for s in solved.values()) == 7 and solved[1] is not None  # seed 1 is 08's
     rest = [e for s, e in spread.final().items() if solved[s] is None]
     assert round(min(rest), 2) == 0.87 and round(max(rest), 2) == 0.98
-    text = " ".join(notebook_08().split())
+    text = " ".join(joined(NOTEBOOK_08).split())
     assert "exact match first passes 50 % between steps 125 and 150" in text
     assert "seven of the ten reach 99 %, three end between 87 % and 98 %. Seed 1, yours, is one of the seven" in text
     # the cell that prints these numbers computes them from the stored runs, and its output says the same
@@ -479,32 +475,26 @@ def test_the_seed_spread_holds_notebook_08s_sentences():
 
 # --- what notebook 08's run shows, read from its outputs (stored, or a fresh execution's) ----------
 
-def output_of(cells, source_part: str) -> str:
-    cell = next(c for c in cells if c["cell_type"] == "code" and source_part in "".join(c["source"]))
-    return "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
-                   for o in cell.get("outputs", []))
-
-
 def stored_outputs_08() -> str:
-    return outputs_text(json.loads((ROOT / "notebooks" / "08_assemble_your_model.ipynb").read_text())["cells"])
+    return outputs_text(cells(NOTEBOOK_08))
 
 
 def assert_08s_run_holds_its_sentences(cells):
     """The claims 08 makes about its trained model, which its cells print (no assert in view)."""
     # "2,920 parameters ... learn to shift held-out strings with your code in 300 steps"
-    final = re.search(r"held-out exact match (\d+\.\d)%, loss", output_of(cells, "held-out exact match {final"))
-    assert final and float(final.group(1)) >= 99.0, output_of(cells, "held-out exact match {final")
+    final = re.search(r"held-out exact match (\d+\.\d)%, loss", printed(cells, results=True, containing="held-out exact match {final"))
+    assert final and float(final.group(1)) >= 99.0, printed(cells, results=True, containing="held-out exact match {final")
     # the model on a few inputs: every one shifted right
-    lines = [line for line in output_of(cells, "shifted = minitf.generate(model, text)").splitlines() if " → " in line]
+    lines = [line for line in printed(cells, results=True, containing="shifted = minitf.generate(model, text)").splitlines() if " → " in line]
     assert len(lines) == 6
     for line in lines:
         shown_in, shown_out = line.split(" → ", 1)
         assert shown_out == minitf.show(minitf.shift_bytes(shown_in.lstrip().encode())), line
     # "a head that finds the byte to shift looks exactly n positions back": at least one such head
-    heads = re.search(r"looks hardest exactly n back: \[([\d, ]*)\]", output_of(cells, "diagonal_heads"))
-    assert heads and heads.group(1).strip(), output_of(cells, "diagonal_heads")
+    heads = re.search(r"looks hardest exactly n back: \[([\d, ]*)\]", printed(cells, results=True, containing="diagonal_heads"))
+    assert heads and heads.group(1).strip(), printed(cells, results=True, containing="diagonal_heads")
     # the renumbering prediction's answer: "almost every output byte becomes the answer for the next input byte"
-    moved = output_of(cells, "renumbered(model, val_pairs, offset=1)")
+    moved = printed(cells, results=True, containing="renumbered(model, val_pairs, offset=1)")
     before = re.search(r"without the change (\d+)% right", moved)
     after = re.search(r"numbered one further on: (\d+)% are the byte for input k \+ 1, (\d+)% the byte for input k",
                       moved)
@@ -513,9 +503,8 @@ def assert_08s_run_holds_its_sentences(cells):
 
 
 def test_notebook_08s_stored_run_holds_its_sentences():
-    cells = json.loads((ROOT / "notebooks" / "08_assemble_your_model.ipynb").read_text())["cells"]
-    assert_08s_run_holds_its_sentences(cells)
-    assert "follows the number" in notebook_08() and "almost every output byte" in notebook_08()
+    assert_08s_run_holds_its_sentences(cells(NOTEBOOK_08))
+    assert "follows the number" in joined(NOTEBOOK_08) and "almost every output byte" in joined(NOTEBOOK_08)
 
 
 def test_notebook_08s_model_check_answer_is_rounding_not_equality():
@@ -523,7 +512,7 @@ def test_notebook_08s_model_check_answer_is_rounding_not_equality():
     config = minitf.Config(**train_seeds.RECIPE["config"])
     check = minitf.parts.check(minitf.parts.yours(), config)
     assert check.ok and 0 < check.max_diff < 1e-13 and 1e-8 < check.float32 < 1e-4
-    assert "Equal up to rounding, not exactly" in notebook_08()
+    assert "Equal up to rounding, not exactly" in joined(NOTEBOOK_08)
 
 
 @pytest.mark.slow  # every training piece's check runs: about 3 s

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 
 # slow as a whole: each module builds something once (a wheel, the site, a fresh interpreter's view)
 pytestmark = pytest.mark.slow

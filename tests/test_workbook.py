@@ -1,13 +1,13 @@
 """The course's exercises: every reference solution passes its own check, the notebooks show exactly
 those solutions, and a learner's answer is saved only when it passes."""
-import json
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import minitf
-from conftest import ROOT
+from support import exercise_checks
+from support import cells as notebook_cells
 from minitf import parts, solutions, workbook
 from minitf.course import declaration
 
@@ -283,30 +283,14 @@ def test_a_typical_mistake_gets_its_own_diagnosis(name, wrong, diagnosis, words)
 
 # --- the notebooks show these exercises, with their solutions, and no answer before them ----------
 
-def notebook_cells(name):
-    return json.loads((ROOT / "notebooks" / name).read_text())["cells"]
-
-
-def exercise_uses():
-    """(notebook, exercise name, index of the cell that checks it) for every minitf.exercise call."""
-    found = []
-    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        for i, cell in enumerate(notebook_cells(nb.name)):
-            src = "".join(cell["source"])
-            if cell["cell_type"] == "code" and "minitf.exercise(" in src:
-                name = src.split("minitf.exercise(", 1)[1].split(",", 1)[0].strip("\"' ")
-                found.append((nb.name, name, i))
-    return found
-
-
 def test_every_exercise_appears_in_its_notebook():
-    used = {name: nb for nb, name, _ in exercise_uses()}
+    used = {name: nb for nb, name, _ in exercise_checks()}
     for name, ex in workbook.EXERCISES.items():
         assert name in used, f"exercise {name} is not used in any notebook"
         assert used[name].startswith(ex.notebook), (name, used[name], ex.notebook)
 
 
-@pytest.mark.parametrize("notebook, name, index", exercise_uses())
+@pytest.mark.parametrize("notebook, name, index", exercise_checks())
 def test_each_exercise_has_hints_and_the_reference_solution_after_it(notebook, name, index):
     cells = notebook_cells(notebook)
     # the cell contract is written once, in minitf.course.declaration.Exercise's docstring
@@ -319,7 +303,7 @@ def test_each_exercise_has_hints_and_the_reference_solution_after_it(notebook, n
         "(paste minitf.workbook.solution_markdown(name); the cell contract: minitf.course.declaration.Exercise)"
 
 
-@pytest.mark.parametrize("notebook, name, index", exercise_uses())
+@pytest.mark.parametrize("notebook, name, index", exercise_checks())
 def test_no_reference_source_is_shown_before_its_exercise(notebook, name, index):
     cells = notebook_cells(notebook)
     for cell in cells[:index]:

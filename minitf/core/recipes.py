@@ -34,7 +34,7 @@ RECIPES = {r.name: r for r in [
            "evaluation that reaches it (step 150-200; 14x faster than --recipe shift, side by side; "
            "7.7-12 s from start to checkpoint on a busy 2-core AMD EPYC)"),
     # the smallest solver: the settings of data/checkpoints/shift_smallest.pt (the sweep of
-    # bench/tiny_sweep.py); tests/test_notebook_claims_11.py checks that they are its recorded command
+    # bench/tiny_sweep.py); tests/notebooks/test_notebook_claims_11.py checks that they are its recorded command
     Recipe("shift-smallest",
            {"task": "shift", "repeats": 0.33, "d_model": 6, "n_heads": 1, "n_layers": 1,
             "norm_position": "pre", "dropout": 0.0, "rope_base": 20.0, "position_ids": "coupled",

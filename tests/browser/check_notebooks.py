@@ -62,14 +62,9 @@ from typing import IO
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import predict_regions  # noqa: E402  (beside this file)
+from chromium import CHROMIUM, CHROMIUM_ARGS, CHROMIUM_MAJOR, sync_playwright_or_none  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_MAJOR = 156  # the Chromium that playwright==1.64.1 bundles (and drives best)
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-]
 WIDGETS_PLUGIN = "@jupyter-widgets/jupyterlab-manager:plugin"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
@@ -792,14 +787,9 @@ def main(argv: list[str] | None = None) -> int:
     if any(n.parent != folder for n in notebooks):
         log("FAIL: the notebooks must share one folder (the server's root)")
         return 2
-    if not os.access(CHROMIUM, os.X_OK):
-        log(f"FAIL: {CHROMIUM} not found. Install Debian's chromium (`apt-get install chromium`, "
-            "or run `make test-browser`, which does it).")
-        return 2
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        log("FAIL: Python playwright is missing: .venv/bin/pip install -e '.[browser]'")
+    sync_playwright = sync_playwright_or_none(
+        log, ". Install Debian's chromium (`apt-get install chromium`, or run `make test-browser`, which does it).")
+    if sync_playwright is None:
         return 2
 
     out_root = pathlib.Path(args.out).resolve()

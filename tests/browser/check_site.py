@@ -44,12 +44,12 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",  # no name resolves but ours
-]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import chromium  # noqa: E402  (beside this file)
+
+CHROMIUM = chromium.CHROMIUM
+CHROMIUM_ARGS = [*chromium.CHROMIUM_ARGS,
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]  # no name resolves but ours
 BUILD_TIMEOUT = 120  # s
 MATHJAX_FONTS = "_static/mathjax/fonts/HTML-CSS/TeX/"
 PAGE_TIMEOUT = 30_000  # ms
@@ -262,13 +262,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(ROOT / "build" / "site-check"), help="screenshots go here")
     ap.add_argument("--headed", action="store_true")
     args = ap.parse_args(argv)
-    if not os.access(CHROMIUM, os.X_OK):
-        log(f"FAIL: {CHROMIUM} not found (`make test-site` installs it)")
-        return 2
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        log("FAIL: Python playwright is missing: .venv/bin/pip install -e '.[browser]'")
+    sync_playwright = chromium.sync_playwright_or_none(log, " (`make test-site` installs it)")
+    if sync_playwright is None:
         return 2
     out = pathlib.Path(args.out).resolve()
     shutil.rmtree(out, ignore_errors=True)

@@ -11,7 +11,7 @@ A predict region is three things, in this order:
 
 Before the learner acts, the answer key must not be in sight: not in the prompt, not in a run cell's
 code, not on the first line JupyterLab shows of a hidden output, not in the reveal's summary nor in
-its text outside `<details>`. tests/test_predictions.py checks this in the files; the browser check
+its text outside `<details>`. tests/notebooks/test_predictions.py checks this in the files; the browser check
 (check_notebooks.py) checks what JupyterLab actually shows.
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ import importlib.util
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 
 spec = importlib.util.spec_from_file_location("normalize_notebooks", ROOT / "tools" / "normalize_notebooks.py")
 normalize = importlib.util.module_from_spec(spec)

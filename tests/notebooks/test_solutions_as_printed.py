@@ -10,34 +10,17 @@ as it fails in the notebook, with the feedback the learner would see ("add `from
 IGNORE`"). A slow test does the same in a kernel, the notebook's own cells run from the top.
 """
 import ast
-import json
 import linecache
 import re
 
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from conftest import ROOT
+from support import ROOT, cells, exercise_checks
 from minitf import workbook
 from minitf.course.feedback import ExerciseError
 
 SOLUTION = re.compile(r"<details><summary>Solution</summary>\s*```python\n(.*?)\n```", re.S)
-
-
-def cells(notebook: str) -> list[dict]:
-    return json.loads((ROOT / "notebooks" / notebook).read_text())["cells"]
-
-
-def exercises() -> list[tuple[str, str, int]]:
-    """(notebook, exercise, index of the cell that checks it) for every minitf.exercise call."""
-    found = []
-    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
-        for i, cell in enumerate(cells(path.name)):
-            source = "".join(cell["source"])
-            if cell["cell_type"] == "code" and "minitf.exercise(" in source:
-                name = source.split("minitf.exercise(", 1)[1].split(",", 1)[0].strip("\"' ")
-                found.append((path.name, name, i))
-    return found
 
 
 def printed_solution(notebook: str, check: int) -> str:
@@ -75,14 +58,14 @@ def paste(source: str, namespace: dict, where: str):
     exec(compile(source, where, "exec"), namespace)
 
 
-@pytest.mark.parametrize("notebook, name, check", exercises(),
-                         ids=[f"{nb[:2]}-{name}" for nb, name, _ in exercises()])
+@pytest.mark.parametrize("notebook, name, check", exercise_checks(),
+                         ids=[f"{nb[:2]}-{name}" for nb, name, _ in exercise_checks()])
 def test_every_solution_passes_its_check_as_printed(notebook, name, check):
     stub = check - 1  # the cell holding `def my_<name>(…): raise NotImplementedError`
     assert f"def my_{name}(" in "".join(cells(notebook)[stub]["source"]), \
         f"{notebook}: the cell before the check of {name} is not its exercise cell"
     namespace = imports_above(notebook, stub)
-    for earlier_notebook, earlier, earlier_check in exercises():  # the learner wrote these above
+    for earlier_notebook, earlier, earlier_check in exercise_checks():  # the learner wrote these above
         if earlier_notebook == notebook and earlier_check < check:
             paste(printed_solution(notebook, earlier_check), namespace,
                   f"<{notebook} cell {earlier_check - 1}, the Solution of {earlier}>")
@@ -96,7 +79,7 @@ def test_every_solution_passes_its_check_as_printed(notebook, name, check):
 
 def test_a_solution_that_needs_a_name_no_cell_imports_fails_here_with_the_import_named():
     """The test itself catches what it is for: notebook 12 before its cells imported TAB and EOS."""
-    notebook, name, check = next(e for e in exercises() if e[1] == "byte_circle")
+    notebook, name, check = next(e for e in exercise_checks() if e[1] == "byte_circle")
     namespace = imports_above(notebook, check - 1)
     namespace.pop("TAB", None), namespace.pop("EOS", None)
     paste(printed_solution(notebook, check), namespace, "<the Solution without TAB and EOS>")
@@ -107,7 +90,7 @@ def test_a_solution_that_needs_a_name_no_cell_imports_fails_here_with_the_import
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("notebook", sorted({nb for nb, _, _ in exercises()}), ids=lambda nb: nb[:2])
+@pytest.mark.parametrize("notebook", sorted({nb for nb, _, _ in exercise_checks()}), ids=lambda nb: nb[:2])
 def test_in_a_kernel_every_solution_pasted_passes_as_the_learner_sees_it(notebook, tmp_path, monkeypatch):
     """What a learner does, whole: the notebook's own cells run in a kernel from the top, with every
     exercise cell holding its Solution as printed, up to the last check; each check must print ✓.
@@ -119,7 +102,7 @@ def test_in_a_kernel_every_solution_pasted_passes_as_the_learner_sees_it(noteboo
     monkeypatch.setenv("MINITF_THREADS", "1")
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     nb = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
-    checks = {check: name for n, name, check in exercises() if n == notebook}
+    checks = {check: name for n, name, check in exercise_checks() if n == notebook}
     for check in checks:
         nb.cells[check - 1].source = printed_solution(notebook, check)
     nb.cells = nb.cells[:max(checks) + 1]

@@ -1,22 +1,16 @@
 """Claims notebook 14 ("a faster language model") makes in words, held to the stored results
 (minitf/experiments/stored/lm_fast.json, lm_envelope.json), the shipped checkpoint and minitf."""
-import json
 import statistics as st
 
 import pytest
 import torch
 
-from conftest import ROOT
+from support import ROOT, cells, joined
 from minitf import Config, Transformer, count_parameters
 from minitf.experiments.results import load_lm_envelope, load_lm_fast
 
 NOTEBOOK = ROOT / "notebooks" / "14_faster_language_model.ipynb"
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-def markdown() -> str:
-    nb = json.loads(NOTEBOOK.read_text())
-    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +23,7 @@ def delta(fast, name):
 
 
 def test_headline_numbers(fast):
-    f, text = fast.arm("lm-fast"), markdown()
+    f, text = fast.arm("lm-fast"), joined(NOTEBOOK, "markdown")
     assert len(f.seeds) >= 3 and max(f.losses) <= 1.89  # "below nanoGPT's 1.89 in every seed"
     assert f"**{f.loss:.3f}**" in text and f"**{f.ratio:.2f}×**" in text and f"**{f.cpu_ratio:.2f}×**" in text
     assert f"{min(f.losses):.3f}–{max(f.losses):.3f}" in text
@@ -38,7 +32,7 @@ def test_headline_numbers(fast):
 
 
 def test_what_each_trick_buys(fast):
-    text = markdown()
+    text = joined(NOTEBOOK, "markdown")
     minus = [a.name for a in fast.arms if a.name.startswith("−")]
     muon = "− Muon (AdamW everywhere, lr 6e-3)"
     assert max(minus, key=lambda n: delta(fast, n)) == muon  # "Muon is the largest"
@@ -65,7 +59,7 @@ def test_what_each_trick_buys(fast):
 
 
 def test_parameter_counts():
-    text = markdown()
+    text = joined(NOTEBOOK, "markdown")
     lm = Transformer(Config(d_model=64, n_heads=4, n_layers=4, d_ff=256, norm_position="pre", max_len=64))
     fast = Transformer(Config(d_model=64, n_heads=4, n_layers=2, d_ff=256, norm_position="pre", max_len=64,
                               qk_norm=True))
@@ -98,7 +92,7 @@ def test_qk_norm_makes_scores_blind_to_the_scale_of_wq_wk():
 
 
 def test_envelope_claims():
-    env, text = load_lm_envelope(), markdown()
+    env, text = load_lm_envelope(), joined(NOTEBOOK, "markdown")
     best = env.rescored["deepen 2→4, τ=0.8"]
     for budget, (size, loss) in env.envelope.items():
         assert loss <= min(env.loss(s, budget) for s in env.points if budget in env.points[s])
@@ -118,7 +112,7 @@ def test_smaller_sizes_beat_the_target_until_it_has_seen_enough():
 
 
 def test_growth_into_the_best_size():
-    env, text = load_lm_envelope(), markdown()
+    env, text = load_lm_envelope(), joined(NOTEBOOK, "markdown")
     arms = env.into_best
     late, early = arms["deepen 2→4 of d32, τ=0.8"], arms["deepen 2→4 of d32, τ=0.5"]
     alone = arms["2L d32, never grown (τ=1)"]
@@ -146,7 +140,7 @@ def test_growth_into_the_best_size():
 
 
 def test_the_introduction_counts_the_questions_it_lists():
-    intro = json.loads(NOTEBOOK.read_text())["cells"][0]["source"]
+    intro = cells(NOTEBOOK)[0]["source"]
     text = "".join(intro)
     listed = [line for line in intro if line[:3] in ("1. ", "2. ", "3. ", "4. ", "5. ")]
     words = {2: "two", 3: "three", 4: "four", 5: "five"}

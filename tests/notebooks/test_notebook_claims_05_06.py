@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT as ROOT_DIR
+from support import ROOT as ROOT_DIR, markdown, printed
 from minitf import heatmaps
 from minitf.core.baselines import baseline_losses
 from minitf.views.sampling_view import sample_output
@@ -76,17 +76,7 @@ def test_06_layer_1_heads_rest_on_the_first_byte_for_input_rows():
 
 def printed_06(source_start: str) -> str:
     """What the code cell of the executed notebook 06 whose source starts so printed."""
-    import json
-    cells = json.loads((ROOT_DIR / "notebooks" / "06_attention_heatmaps.ipynb").read_text())["cells"]
-    found = [c for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith(source_start)]
-    assert len(found) == 1, f"06: {len(found)} code cells start with {source_start!r}"
-    return "".join("".join(o.get("text", "")) for o in found[0]["outputs"] if o["output_type"] == "stream")
-
-
-def markdown_06() -> str:
-    import json
-    cells = json.loads((ROOT_DIR / "notebooks" / "06_attention_heatmaps.ipynb").read_text())["cells"]
-    return " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+    return printed("06_attention_heatmaps", source_start)
 
 
 def percents(line: str) -> list[float]:
@@ -103,7 +93,7 @@ def test_06_every_layer_1_head_of_shift_finds_the_source_and_no_layer_0_head_doe
     layer 0 does"."""
     scores = scores_by_layer(printed_06('scores = heatmaps.head_scores(models["shift"]'))
     assert min(scores[1]) > 0.9 and max(scores[0]) < 0.2
-    assert "more than 90 % of the output bytes; no head of layer 0 does" in markdown_06()
+    assert "more than 90 % of the output bytes; no head of layer 0 does" in markdown("06_attention_heatmaps")
 
 
 def test_06_input_rows_rest_on_byte_0_and_layer_0_head_2_reads_the_tab():
@@ -120,7 +110,7 @@ def test_06_input_rows_rest_on_byte_0_and_layer_0_head_2_reads_the_tab():
 def test_06_what_layer_1_reads_at_the_input_rows_moves_no_output_logit():
     text = printed_06("mine = heatmaps.model_input(pair)")
     assert float(text.split(": ")[1]) < 1e-5
-    assert "Nothing moves: in the last layer" in markdown_06()
+    assert "Nothing moves: in the last layer" in markdown("06_attention_heatmaps")
 
 
 def ablation_rows() -> dict[str, dict[str, float]]:
@@ -205,7 +195,7 @@ def test_06_patching_head_0_0_at_the_o_restores_the_m_and_no_other_head_does():
     assert "over 25 clean runs" in sweep and len(stats) == 4
     assert stats[0][0] > 0.9 and stats[0][1] > 0.1          # raises p(m), to near 1 for most letters
     assert all(stats[h][2] < 0.05 for h in (1, 2, 3))       # the others leave it near 0.01
-    text_md = markdown_06()
+    text_md = markdown("06_attention_heatmaps")
     assert "these patches do not test" in text_md and "writes the byte before me" not in text_md
 
 
@@ -234,7 +224,7 @@ def test_06_reverse_head_1_3_looks_best_and_layer_0_head_1_reads_the_tab():
     assert int(hits[1]) / int(hits[2]) >= 0.75
     tab = [float(x) for x in re.findall(r"head \d (\d\.\d)", text.splitlines()[1])]
     assert tab[1] == max(tab) and tab[1] > 0.5
-    assert "In layer 0, head 1 the output rows put most of their weight on the TAB column" in markdown_06()
+    assert "In layer 0, head 1 the output rows put most of their weight on the TAB column" in markdown("06_attention_heatmaps")
 
 
 def test_11_explorer_claims_where_the_smallest_solver_looks():
@@ -252,12 +242,6 @@ def test_11_explorer_claims_where_the_smallest_solver_looks():
         row, predicted = last_row(text)
         assert row[source] > 0.9 and predicted == next_byte
     assert model.config.n_heads == model.config.n_layers == 1
-
-
-def notebook_05_markdown() -> str:
-    import json
-    nb = json.loads(open("notebooks/05_training_base64_pairs.ipynb").read())
-    return " ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown").replace("\n", " ")
 
 
 @pytest.mark.slow
@@ -349,12 +333,7 @@ def test_recipe_md_quotes_the_repeat_shares_of_20000_uniform_inputs():
 
 def notebook_05_output(first_line_of_source: str) -> str:
     """The stored text output of the 05 code cell whose source begins with that line."""
-    import json
-    nb = json.loads((ROOT_DIR / "notebooks" / "05_training_base64_pairs.ipynb").read_text())
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code" and "".join(cell["source"]).startswith(first_line_of_source):
-            return "".join("".join(o.get("text", "")) for o in cell["outputs"])
-    raise AssertionError(f"05 has no code cell beginning {first_line_of_source!r}")
+    return printed("05_training_base64_pairs", first_line_of_source)
 
 
 def number_after(label: str, text: str) -> float:
@@ -497,5 +476,5 @@ def test_05_the_two_bigger_models_parameter_counts():
     shift = minitf.load("data/checkpoints/shift.pt")
     assert minitf.count_parameters(uniform) == 33792 and minitf.count_parameters(shift) == 42112
     assert (shift.config.d_ff, uniform.config.d_model, uniform.config.n_heads, uniform.config.n_layers) == (128, 32, 4, 2)
-    text = notebook_05_markdown()
+    text = markdown("05_training_base64_pairs")
     assert "33,792 parameters (42,112 with the FFN widened to 128, as in `shift.pt`)" in text

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT, indexed, joined, outputs
 from minitf.course import course_map
 from minitf.course.exercises import EXERCISES
 
@@ -18,27 +18,14 @@ EXTRA_EXERCISES = {name for name, ex in EXERCISES.items() if course_map.track(ex
 NOT_YET: dict[str, str] = {}
 
 
-def code(path):
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return [(i, "".join(c["source"])) for i, c in enumerate(cells) if c["cell_type"] == "code"]
-
-
 def markdown(path):
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return [(i, re.sub(r"<!--.*?-->", " ", "".join(c["source"]), flags=re.S))
-            for i, c in enumerate(cells) if c["cell_type"] == "markdown"]
+    """(index, text) of every markdown cell, its HTML comments left out."""
+    return [(i, re.sub(r"<!--.*?-->", " ", text, flags=re.S)) for i, text in indexed(path, "markdown")]
 
 
 def main_path_params(reasons):
     return [pytest.param(p, id=p.stem, marks=pytest.mark.xfail(strict=True, reason=reasons[p.stem]))
             if p.stem in reasons else pytest.param(p, id=p.stem) for p in MAIN]
-
-
-def outputs(path):
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return [(i, "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
-                        for o in c.get("outputs", [])))
-            for i, c in enumerate(cells) if c["cell_type"] == "code"]
 
 
 def extra_uses(source, printed=""):
@@ -54,7 +41,7 @@ def extra_uses(source, printed=""):
 
 @pytest.mark.parametrize("path", main_path_params(NOT_YET))
 def test_a_main_path_notebook_uses_nothing_from_an_extra(path):
-    found = {f"code cell {i}": u for (i, src), (_, out) in zip(code(path), outputs(path))
+    found = {f"code cell {i}": u for (i, src), (_, out) in zip(indexed(path, "code"), outputs(path))
              if (u := extra_uses(src, out))}
     assert found == {}
 
@@ -63,7 +50,7 @@ def test_every_extra_only_result_is_used_by_its_extra():
     """The list of extra-only results stays true: each is loaded by the extra it names."""
     for thing, owner in course_map.EXTRA_ONLY_RESULTS.items():
         (path,) = [p for p in NOTEBOOKS if p.name.startswith(owner)]
-        assert any(re.search(rf"\b{re.escape(thing)}\b", src) for _, src in code(path)), (thing, owner)
+        assert any(re.search(rf"\b{re.escape(thing)}\b", src) for _, src in indexed(path, "code")), (thing, owner)
 
 
 def test_the_rule_catches_an_extras_exercise_and_result():
@@ -103,8 +90,7 @@ def test_the_readme_lists_every_notebook_in_its_track_with_its_minutes():
 
 
 def test_the_readme_and_00_state_the_same_minutes():
-    nb = json.loads((ROOT / "notebooks" / "00_setup_check.ipynb").read_text())
-    text = "\n".join("".join(c["source"]) for c in nb["cells"])
+    text = joined("00_setup_check")
     in_00 = {n: m for n, m in re.findall(r"^\| (\d\d) · [^|]+\|[^|]*\|[^|]*\| (\d+) min \|$", text, re.M)}
     in_readme = {stem[:2]: m for rows in readme_tracks().values() for stem, m in rows}
     assert in_00 == in_readme
@@ -123,7 +109,8 @@ HARNESS_PROSE = {
     "talks of load averages": re.compile(r"\bload average", re.I),
 }
 def harness(path):
-    found = [f"code cell {i} {what}" for i, src in code(path) for what, r in HARNESS_CODE.items() if r.search(src)]
+    found = [f"code cell {i} {what}" for i, src in indexed(path, "code")
+             for what, r in HARNESS_CODE.items() if r.search(src)]
     found += [f"markdown cell {i} {what}" for i, src in markdown(path) for what, r in HARNESS_PROSE.items()
               if r.search(src)]
     return found

@@ -1,31 +1,20 @@
 """What notebook 07 says about whether growing pays (its section 7, a few sentences and one figure),
 and the summary of notebook 13, the report it links to, held to the stored benchmark results.
 Notebook 13's own sections are held in tests/test_results_origami.py and tests/test_lm_growth.py."""
-import json
 import statistics
 
 import pytest
 
 import minitf
-from conftest import ROOT
-from minitf.experiments.results import (GROWTH_START, load_growth, load_lm_growth, load_recipe_growth,
+from support import ROOT, markdown, printed
+from minitf.experiments.results import (GROWTH_START, load_lm_growth, load_recipe_growth,
                                         plot_growth_verdict)
-
-
-def markdown(name: str) -> str:
-    nb = json.loads((ROOT / "notebooks" / name).read_text())
-    return " ".join(" ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown").split())
 
 
 @pytest.fixture(scope="module")
 def section7():
     text = markdown("07_origami_expansion.ipynb")
     return text[text.index("## 7. Does growing pay?"):]
-
-
-@pytest.fixture(scope="module")
-def growth():
-    return load_growth()
 
 
 @pytest.fixture(scope="module")
@@ -244,20 +233,12 @@ def test_13_counts_flops_as_it_says():
 
 # --- notebook 07: the sentences held against what the executed notebook printed ----------------------
 
-def printed_07(source_start: str) -> str:
-    """What the code cell of the executed notebook 07 whose source starts so printed."""
-    cells = json.loads((ROOT / "notebooks" / "07_origami_expansion.ipynb").read_text())["cells"]
-    found = [c for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith(source_start)]
-    assert len(found) == 1, f"07: {len(found)} code cells start with {source_start!r}"
-    return "".join("".join(o.get("text", "")) for o in found[0]["outputs"] if o["output_type"] == "stream")
-
-
 def test_07_no_doubling_compounds_and_each_missing_half_does_damage():
     """Section 3: the stream leaving each block keeps its size (LayerNorm), the scores grow 2–4×, the
     branches about 4×, the logits up to 2×; each part alone costs loss, all together the most."""
     import re
     rows = {}
-    for line in printed_07("exact = widen(tiny, 2, noise=0.0").splitlines()[1:]:
+    for line in printed("07_origami_expansion", "exact = widen(tiny, 2, noise=0.0").splitlines()[1:]:
         sizes = re.search(r"\s(\d+\.\d+(?: / \d+\.\d+)?)\s+\d+\.\d\d$", line)
         rows[line[:16].strip()] = ([float(x) for x in sizes[1].split(" / ")] if sizes else [],
                                    float(line.split()[-1]))
@@ -274,7 +255,7 @@ def test_07_exact_copies_never_part_and_the_noisy_split_parts_steadily():
     """Section 6: "With exact copies the gap is exactly zero at every step … With the noisy split the
     copies start identical too … and part steadily"."""
     import re
-    text = printed_07("def widened(noise):")
+    text = printed("07_origami_expansion", "def widened(noise):")
     lines = text.splitlines()[1:3]
     exact, noisy = ([int(x) for x in re.findall(r"(\d+)%", line)] for line in lines)
     assert lines[0].startswith("  noise 0.0") and lines[0].endswith("(largest gap 0)")

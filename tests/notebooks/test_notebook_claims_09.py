@@ -1,29 +1,19 @@
 """What notebook 09 says in words about lm.pt, held to the checkpoint: how far back it reads (its loss
 by the number of bytes read) and how word-like its samples are at each temperature (the share of
 their words that occur in the training text, as notebook 03 measures it)."""
-import json
 import math
 
 import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT, code, markdown, printed
 from minitf.core.checkpoint import describe
 from minitf.core.text import loss_by_position
 
 LN2 = math.log(2)
+NOTEBOOK = "09_language_model"
 SPANS = [(1, 1), (2, 4), (5, 8), (9, 16), (17, 32), (33, 64)]
-
-
-def markdown() -> str:
-    nb = json.loads((ROOT / "notebooks" / "09_language_model.ipynb").read_text())
-    return " ".join(" ".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown").split())
-
-
-def code() -> str:
-    nb = json.loads((ROOT / "notebooks" / "09_language_model.ipynb").read_text())
-    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +42,8 @@ def test_loss_by_position_agrees_with_the_mean_loss(lm, text):
 
 
 def test_how_far_back_lm_reads(spans, text):
-    said = markdown()
-    assert "max_windows=400" in code() and "Scoring 400 validation windows" in said
+    said = markdown(NOTEBOOK)
+    assert "max_windows=400" in code(NOTEBOOK) and "Scoring 400 validation windows" in said
     bigram = minitf.text_baselines(text).bigram / LN2
     meta = minitf.load(ROOT / "data" / "checkpoints" / "lm.pt").metadata
     assert f"the bigram pays {bigram:.2f} for each byte, `lm.pt` {meta['val']['bits_per_byte']:.2f}" in said
@@ -77,9 +67,9 @@ def word_share(sample: bytes, words: set) -> float:
 
 @pytest.mark.slow
 def test_the_lowest_temperature_writes_the_most_words(lm, text):
-    said = markdown()
+    said = markdown(NOTEBOOK)
     lm64 = lm.double()
-    words = set(bytes(text.train.data.tolist()).decode().split())
+    words = set(bytes(text.train.data.tolist()).decode(NOTEBOOK).split())
     shown = {T: word_share(minitf.generate_text(lm64, "ROMEO:\n", 120, temperature=T, seed=0), words)
              for T in (0.5, 1.0, 1.5)}
     assert shown[0.5] == 1 and "all of its words occur in the training text" in said
@@ -109,17 +99,10 @@ def test_describe_says_what_a_checkpoint_was_trained_with(lm):
 
 # --- what 09's cells print, read from the executed notebook (the cells assert nothing in view) -------
 
-def output_of(source_part: str) -> str:
-    cells = json.loads((ROOT / "notebooks" / "09_language_model.ipynb").read_text())["cells"]
-    cell = next(c for c in cells if c["cell_type"] == "code" and source_part in "".join(c["source"]))
-    return "".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
-                   for o in cell.get("outputs", []))
-
-
 def test_the_small_model_passes_the_bigram_in_the_stored_run():
     # "In a few seconds it passes the bigram"
-    assert "validation loss below the bigram's: True" in output_of("history = minitf.train(small, text.train")
-    assert "In a few seconds it passes the bigram" in markdown()
+    assert "validation loss below the bigram's: True" in printed(NOTEBOOK, results=True, containing="history = minitf.train(small, text.train")
+    assert "In a few seconds it passes the bigram" in markdown(NOTEBOOK)
 
 
 @pytest.mark.slow
@@ -139,12 +122,12 @@ def test_the_sampler_widget_draws_the_notebooks_continuation_and_top_p_cuts_the_
     sampler = TextSampler(lm.double(), "ROMEO:", length=60, temperature=0.8, top_p=0.9, step=1)
     assert sampler.state["steps"] == 60 and abs(float(sampler.state["probs"].sum()) - 1) < 1e-12
     assert int((sampler.state["probs"] > 0).sum()) < int((sampler.state["raw"] > 1e-6).sum())  # top-p cut the tail
-    assert output_of("sampler = TextSampler(") == repr(sampler)
+    assert printed(NOTEBOOK, results=True, containing="sampler = TextSampler(") == repr(sampler)
 
 
 def test_your_model_speaks_and_the_forgetful_cache_is_named():
     # the answer to the prediction: "The same, both times"
-    spoken = output_of("spoken = check_speaking(yours, lm").splitlines()
+    spoken = printed(NOTEBOOK, results=True, containing="spoken = check_speaking(yours, lm").splitlines()
     checks = [line for line in spoken if line.startswith(("✓", "✗"))]
     assert len(checks) == 5 and all(line.startswith("✓") for line in checks), spoken
     assert checks[3].endswith(": True")
@@ -152,10 +135,10 @@ def test_your_model_speaks_and_the_forgetful_cache_is_named():
     assert checks[4] == ("✓ greedy, without the cache, through your model_forward → block → multi_head_attention: "
                          "the same 60 bytes as minitf.generate_text(greedy=True) and as your cached run")
     assert "60 greedy bytes without the cache, each one out of your `model_forward`, `block` and " \
-           "`multi_head_attention`" in markdown()
-    assert "**The same, both times.**" in markdown()
+           "`multi_head_attention`" in markdown(NOTEBOOK)
+    assert "**The same, both times.**" in markdown(NOTEBOOK)
     # every piece the speaking model is built from passed the model check (none gave way)
-    assert output_of("your_checked_parts(lm.config)").startswith("✓ your model computes minitf's logits")
-    forgetful = output_of("def forgetful(").splitlines()
+    assert printed(NOTEBOOK, results=True, containing="your_checked_parts(lm.config)").startswith("✓ your model computes minitf's logits")
+    forgetful = printed(NOTEBOOK, results=True, containing="def forgetful(").splitlines()
     named = [line.strip().split(" — ")[0] for line in forgetful if "broken piece:" in line]
     assert named == ["broken piece: cached_attention"], forgetful

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT
 from minitf import solutions
 from test_training_parts import WRONG_PIECES, outputs_text
 

@@ -1,14 +1,12 @@
 """Claims notebooks 03 (attention) and 04 (FFN block) make in words, checked here so the notebooks
 can state them without a wall of asserts."""
-from pathlib import Path
 
 import pytest
 import torch
 
 import minitf
 import minitf.core.baselines
-
-ROOT = Path(__file__).resolve().parents[1]
+from support import ROOT, cells, joined, markdown, printed, source
 
 
 # --- 03 · attention -------------------------------------------------------------------------------
@@ -33,14 +31,8 @@ def test_a_sharper_query_approaches_a_hard_lookup_and_zero_scores_average_the_pa
     assert row1[1][1] < row1[5][1] < row1[20][1] and row1[20][1] > 0.999999
     expected = torch.tril(torch.ones(3, 3, dtype=torch.float64))
     assert torch.allclose(weights(0), expected / expected.sum(1, keepdim=True))
-    text = " ".join(source_03().split())
+    text = " ".join(joined("03_attention").split())
     assert "minitf.attention(c * Q[None, None], K[None, None], V[None, None], mask=minitf.causal_mask(3))[1][0, 0]" in text
-
-
-def source_03():
-    import json
-    cells = json.loads((ROOT / "notebooks" / "03_attention.ipynb").read_text())["cells"]
-    return "\n".join("".join(c["source"]) for c in cells)
 
 
 def seed_split_heads(x, n_heads):
@@ -127,7 +119,7 @@ def test_without_residuals_neither_layout_passes_the_length_oracle(one_thread):
 def test_04_the_stored_norm_study_is_what_its_code_computes():
     """One stored run trained again (pre-norm, seed 0): the same losses and gradient norms, to
     float32 accuracy, so the file is the recorded command's output and not an edited table."""
-    from conftest import assert_close_float32
+    from support import assert_close_float32
     from minitf.experiments.norm_position import load_norm_position, run
     stored = load_norm_position().of("pre")[0]
     again = run("pre", 0)
@@ -166,13 +158,11 @@ def test_04_try_this_without_residuals_both_layouts_stay_on_the_plateau():
 # --- 04 · what SwiGLU buys, read from notebook 14's stored comparison ----------------------------
 
 def test_04_points_to_14_for_swiglu_and_14s_stored_modern_preset_arm():
-    import json
     import statistics
 
     from minitf.experiments.results import load_lm_fast
 
-    cells = json.loads((ROOT / "notebooks" / "04_ffn_block.ipynb").read_text())["cells"]
-    text = " ".join(" ".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown").split())
+    text = markdown("04_ffn_block")
     # 04 is on the main path: it points to extra 14 for the measurement and uses none of its numbers
     assert "What it buys in a language model is measured in extra 14." in text and "0.013" not in text
     fast = load_lm_fast()
@@ -190,16 +180,8 @@ def test_04_points_to_14_for_swiglu_and_14s_stored_modern_preset_arm():
 # The cells compute and print; the sentences around them are held here (nbval proves the outputs
 # reproduce, except the nbval-ignore-output training cells, whose stored run these read).
 
-import json
 import math
 import re
-
-
-def outputs(stem, code_starts):
-    """The stored text output of the code cell of notebook `stem` whose source starts with `code_starts`."""
-    cells = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())["cells"]
-    [cell] = [c for c in cells if c["cell_type"] == "code" and "".join(c["source"]).startswith(code_starts)]
-    return "".join("".join(o.get("text", "")) for o in cell["outputs"] if o["output_type"] == "stream")
 
 
 def numbers(line):
@@ -208,7 +190,7 @@ def numbers(line):
 
 def test_03_without_the_mask_position_0_keeps_e_over_e_plus_2():
     """03's predict answer: "about 0.58 (0.5761)", e / (e + 2)."""
-    text = outputs("03_attention", "_, w_open = minitf.attention(")
+    text = printed("03_attention", "_, w_open = minitf.attention(")
     first, weights = text.splitlines()[:2]
     assert "0.5" not in first  # the line JupyterLab shows of the hidden output gives nothing away
     assert math.isclose(numbers(weights)[0], math.e / (math.e + 2), abs_tol=5e-5)
@@ -216,14 +198,14 @@ def test_03_without_the_mask_position_0_keeps_e_over_e_plus_2():
 
 
 def test_03_the_future_cannot_change_the_past():
-    text = outputs("03_attention", "causal_model = minitf.Transformer(")
+    text = printed("03_attention", "causal_model = minitf.Transformer(")
     assert "causal   positions whose output changed: [3, 4]" in text
     assert "no mask  positions whose output changed: [0, 1, 2, 3, 4]" in text
 
 
 def test_03_scaling_by_sqrt_dk_keeps_the_softmax_the_same_at_every_width():
     rows = {}
-    for line in outputs("03_attention", "def softmax_stats(s):").splitlines()[2:]:
+    for line in printed("03_attention", "def softmax_stats(s):").splitlines()[2:]:
         d_k, *values = numbers(line)
         rows[int(d_k)] = values  # raw var, scaled var, raw largest, scaled largest, raw grad, scaled grad
     assert sorted(rows) == [2, 16, 64]
@@ -236,10 +218,10 @@ def test_03_scaling_by_sqrt_dk_keeps_the_softmax_the_same_at_every_width():
 
 def test_03_the_unmasked_model_trains_well_and_writes_badly():
     """Section 7's sentences, on the stored run (float32 training: the cells are nbval-ignore-output)."""
-    train = [numbers(l)[-1] for l in outputs("03_attention", "small = minitf.Config(").splitlines()]
+    train = [numbers(l)[-1] for l in printed("03_attention", "small = minitf.Config(").splitlines()]
     masked_train, open_train = train
     assert open_train < 0.4 < 1.2 < masked_train  # no mask: far lower training loss
-    lines = outputs("03_attention", "rows = torch.stack(").splitlines()
+    lines = printed("03_attention", "rows = torch.stack(").splitlines()
     (m_full, m_prefix), (o_full, o_prefix) = numbers(lines[0])[-2:], numbers(lines[1])[-2:]
     uniform = numbers(lines[2])[-1]
     assert uniform == round(math.log(256), 2)
@@ -247,9 +229,11 @@ def test_03_the_unmasked_model_trains_well_and_writes_badly():
     assert abs(m_prefix - masked_train) < 0.3                # "close to its training loss"
     assert o_full < 0.4 and o_prefix > 10 * o_full           # "more than ten times its training loss"
     assert o_prefix > 2 * m_prefix and o_prefix > 0.75 * uniform  # "near a uniform guess"
-    shares = [numbers(l)[0] for l in outputs("03_attention", 'prompt = "The model "').splitlines() if "occur" in l]
+    shown = printed("03_attention", 'prompt = "The model "')
+    shares = [numbers(l)[0] for l in shown.splitlines() if "occur" in l]
     assert shares[0] > shares[1] + 10  # with the mask, more of its words are words of the text (in %)
-    per_head = [numbers(l.split(":")[1]) for l in outputs("03_attention", "with torch.no_grad():\n    _, per_layer").splitlines()]
+    shown = printed("03_attention", "with torch.no_grad():\n    _, per_layer")
+    per_head = [numbers(l.split(":")[1]) for l in shown.splitlines()]
     assert min(per_head[-1]) > 0.8  # the last layer's heads spend almost all their attention on t + 1
 
 
@@ -262,17 +246,16 @@ def test_04_gelu_and_silu_approach_relu_gelu_faster():
 
 def test_04_without_residuals_practically_no_gradient_reaches_the_input():
     """04's predict answer: "practically none without them: about 1e-11 against 8" (float64)."""
-    first, plain, residual = outputs("04_ffn_block", "torch.manual_seed(0)\nstack").splitlines()
+    first, plain, residual = printed("04_ffn_block", "torch.manual_seed(0)\nstack").splitlines()
     assert not numbers(first.replace("16 FFNs", ""))  # the shown first line gives nothing away
     plain, residual = numbers(plain)[-1], numbers(residual)[-1]
     assert plain < 1e-10 and residual > 1 and round(residual) == 8
-    reveal = [c for c in json.loads((ROOT / "notebooks" / "04_ffn_block.ipynb").read_text())["cells"]
-              if "".join(c["source"]).startswith("<details><summary>Answer")]
-    assert "about 1e-11 against 8" in "".join(reveal[0]["source"]) and f"{plain:.0e}".endswith("e-12")
+    reveal = [source(c) for c in cells("04_ffn_block") if source(c).startswith("<details><summary>Answer")]
+    assert "about 1e-11 against 8" in reveal[0] and f"{plain:.0e}".endswith("e-12")
 
 
 def test_04_post_norm_pins_the_stream_and_pre_norm_lets_it_grow():
-    lines = outputs("04_ffn_block", 'text = b"A language model').splitlines()
+    lines = printed("04_ffn_block", 'text = b"A language model').splitlines()
     post, pre = numbers(lines[1]), numbers(lines[2])
     assert post == [1.0] * 5                                   # pinned at 1 after every block
     assert pre == sorted(pre) and pre[-1] > 1.5 * pre[0]       # grows with depth

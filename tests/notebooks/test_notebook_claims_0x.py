@@ -1,6 +1,5 @@
 """What notebooks 00–02 say in words, checked here where an assert in the notebook would teach
 nothing: the course map's reading times, the "Common bug" call-outs, the RoPE facts the text quotes."""
-import json
 import math
 import re
 
@@ -8,19 +7,11 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT, cells, joined, printed
 from minitf import Config, MultiHeadAttention, rope_angles, rope_frequencies
 from minitf.core.train import make_optimizer
 from minitf.course import course_map
 from minitf.course.exercises import EXERCISES
-
-
-def cells(name):
-    return json.loads((ROOT / "notebooks" / name).read_text())["cells"]
-
-
-def source(name):
-    return "\n".join("".join(c["source"]) for c in cells(name))
 
 
 # --- 00: the course map -------------------------------------------------------------------------
@@ -38,7 +29,7 @@ def map_tracks(text):
 
 
 def test_the_course_map_shows_both_tracks_with_every_notebook_in_its_own():
-    tracks, _ = map_tracks(source("00_setup_check.ipynb"))
+    tracks, _ = map_tracks(joined("00_setup_check.ipynb"))
     for path in course_map.notebooks():
         assert path.name[:2] in tracks.get(course_map.track(path.name), {}), \
             f"00's map does not list {path.name} under the {course_map.track(path.name)}"
@@ -48,7 +39,7 @@ def test_the_course_map_shows_both_tracks_with_every_notebook_in_its_own():
 def test_the_course_maps_minutes_are_counted_as_it_says():
     """Exercise minutes + prose at 150 words a minute + run time, each notebook within 10 minutes
     or a third, each track's total the sum of its rows and within a tenth of the count."""
-    tracks, totals = map_tracks(source("00_setup_check.ipynb"))
+    tracks, totals = map_tracks(joined("00_setup_check.ipynb"))
     counted = {p.name[:2]: course_map.minutes(p)["total"] for p in course_map.notebooks()}
     for name, rows in tracks.items():
         for number, stated in rows.items():
@@ -59,14 +50,14 @@ def test_the_course_maps_minutes_are_counted_as_it_says():
 
 
 def test_the_map_states_each_tracks_time_in_hours_and_minutes():
-    text = source("00_setup_check.ipynb")
+    text = joined("00_setup_check.ipynb")
     for m in re.finditer(r"\*\*The (?:main path|extras): about (\d+) h(?: (\d+) min)?\*\* \((\d+) minutes[^)]*\)", text):
         assert abs(int(m[1]) * 60 + int(m[2] or 0) - int(m[3])) <= 5, m[0]
     assert len(re.findall(r"\*\*The (?:main path|extras): about \d+ h(?: \d+ min)?\*\*", text)) == 2
 
 
 def test_the_map_names_each_notebooks_exercises():
-    text = source("00_setup_check.ipynb")
+    text = joined("00_setup_check.ipynb")
     for name, ex in EXERCISES.items():
         row = next(l for l in text.splitlines() if l.startswith(f"| {ex.notebook} ·"))
         assert f"`{name}`" in row, (name, row)
@@ -81,7 +72,7 @@ def test_00s_forward_pass_maps_11_byte_ids_to_11_rows_of_256_scores():
 
 
 def test_00s_try_this_says_what_the_two_drawings_show():
-    text = source("00_setup_check.ipynb")
+    text = joined("00_setup_check.ipynb")
     assert "heads of dim 4) and 5,552 parameters" in text and "and 2,656 parameters" in text
     assert minitf.count_parameters(minitf.Transformer(Config(d_model=8, d_ff=16))) == 5_552
     assert Config(d_model=8, d_ff=16).head_dim == 4
@@ -195,7 +186,7 @@ def offset_drift():
 
 
 def test_02_head_dim_claims_say_what_the_numbers_show():
-    text = " ".join(source("02_rope.ipynb").split())
+    text = " ".join(joined("02_rope.ipynb").split())
     drift = offset_drift()
     # "+44: 0.018 with head_dim 2, 0.369 with head_dim 8": the head size shows far apart
     assert f"the largest difference is {drift[2][1]:.3f}" in text and f"({drift[8][1]:.3f})" in text
@@ -217,8 +208,8 @@ def test_02_head_dim_claims_say_what_the_numbers_show():
     assert [round(6 * t, 3) for t in theta[1:].tolist()] == [0.6, 0.06, 0.006]
     assert "(pair 1 by 0.6 rad, pairs 2 and 3 by 0.06 and 0.006)" in text
     # the ladder's positions rung moved to notebook 04, section 6: 02 only points there
-    assert "ablation ladder" in text and "load_ablation" not in source("02_rope.ipynb")
-    assert 'only("positions"' in " ".join(source("04_ffn_block.ipynb").split()).replace("\n", "")
+    assert "ablation ladder" in text and "load_ablation" not in joined("02_rope.ipynb")
+    assert 'only("positions"' in " ".join(joined("04_ffn_block.ipynb").split()).replace("\n", "")
 
 
 # ---- 01's tied ends and its "Try this"
@@ -253,52 +244,46 @@ def test_02_try_this_pair_3s_period_by_base():
 
 # ---- what the cells of 01 and 02 print, held here instead of by asserts in front of the learner
 
-def printed(name, needle):
-    """The text a code cell of the executed notebook printed (the cell found by a piece of its code)."""
-    (cell,) = [c for c in cells(name) if c["cell_type"] == "code" and needle in "".join(c["source"])]
-    return "".join("".join(o.get("text", "")) for o in cell["outputs"] if o["output_type"] == "stream")
-
-
 def test_01_utf8_lengths_as_printed():
-    out = printed("01_embeddings.ipynb", 'for text in ["Hi", "é", "€"]')
+    out = printed("01_embeddings.ipynb", containing='for text in ["Hi", "é", "€"]')
     assert "[72, 105]" in out and "[195, 169]" in out and "[226, 130, 172]" in out
     assert minitf.encode("Hi") == [72, 105] and len(minitf.encode("é")) == 2 and len(minitf.encode("€")) == 3
 
 
 def test_01_the_shift_rule_keeps_the_95_printable_bytes_printable():
     from minitf.core.data import PRINTABLE
-    assert "the 95 printable bytes onto themselves: True" in printed("01_embeddings.ipynb", "print(pair_problem(")
+    assert "the 95 printable bytes onto themselves: True" in printed("01_embeddings.ipynb", containing="print(pair_problem(")
     assert set(minitf.shift_bytes(PRINTABLE)) == set(PRINTABLE) and len(PRINTABLE) == 95
 
 
 def test_01_only_read_rows_learn_and_every_head_row_does():
-    out = printed("01_embeddings.ipynb", "embed_rows = (model.embed")
+    out = printed("01_embeddings.ipynb", containing="embed_rows = (model.embed")
     assert "embedding rows with a gradient: 96 of 256" in out           # 95 printable + TAB
     assert "output-head rows with a gradient: 256 of 256" in out
     assert "rows read: the printable bytes and TAB only: True" in out
 
 
 def test_01_neighbouring_bytes_are_less_alike_than_any_two_and_two_directions_show_a_sixth():
-    out = printed("01_embeddings.ipynb", 'trained = minitf.load("../data/checkpoints/shift.pt")')
+    out = printed("01_embeddings.ipynb", containing='trained = minitf.load("../data/checkpoints/shift.pt")')
     m = re.search(r"bytes c and c \+ 1 (-?\d\.\d\d); any two bytes (-?\d\.\d\d)", out)
     assert m and float(m[1]) < float(m[2]), out
     rows = minitf.load(ROOT / "data/checkpoints/shift.pt").embed.weight.detach().double()[32:127]
     S = torch.linalg.svdvals(rows - rows.mean(0))
     share = ((S[:2] ** 2).sum() / (S ** 2).sum()).item()
     assert 0.15 < share < 0.2  # "about a sixth of the spread" (the figure's title prints it)
-    text = " ".join(source("01_embeddings.ipynb").split())
+    text = " ".join(joined("01_embeddings.ipynb").split())
     assert f"−{abs(float(m[1])):.2f}, is below that of any two bytes, {float(m[2]):.2f}" in text
 
 
 def test_01_the_two_ends_hold_2304_of_2648_parameters_as_printed():
-    out = printed("01_embeddings.ipynb", "print(minitf.format_parameter_table(tiny))")
+    out = printed("01_embeddings.ipynb", containing="print(minitf.format_parameter_table(tiny))")
     assert "the two ends: 2,304 (87%);  the two layers: 344 (13%)" in out
     tiny = minitf.Transformer(Config())
     assert minitf.count_parameters(tiny) == 2648
 
 
 def test_02_the_score_at_9_6_is_the_score_at_5_2_as_printed_and_the_first_line_does_not_say_so():
-    out = printed("02_rope.ipynb", 'before = explorer.state["score"]').splitlines()
+    out = printed("02_rope.ipynb", containing='before = explorer.state["score"]').splitlines()
     assert "-0.3923" not in out[0]
     assert out[1].split("=")[-1] == out[2].split("=")[-1]
     e = minitf.RopeExplorer(head_dim=8, base=10000.0, m=5, n=2)
@@ -309,7 +294,7 @@ def test_02_the_score_at_9_6_is_the_score_at_5_2_as_printed_and_the_first_line_d
 
 def test_02_offset_drift_as_printed():
     """The table below the two scatter plots: 44 apart, alike with one speed, apart with four."""
-    out = printed("02_rope.ipynb", "def scores_by_offset")
+    out = printed("02_rope.ipynb", containing="def scores_by_offset")
     rows = {int(m[1]): (float(m[2]), float(m[3])) for m in re.finditer(r"head_dim (\d): +(\d\.\d+) +(\d\.\d+)", out)}
     assert rows[2][1] < 0.02 < 0.25 < rows[8][1]
     drift = offset_drift()
@@ -318,5 +303,5 @@ def test_02_offset_drift_as_printed():
 
 def test_02_try_this_states_the_base_where_pair_3_repeats_within_32():
     base = (32 / (2 * math.pi)) ** (4 / 3)   # period 2π·base^(3/4) = 32
-    text = " ".join(source("02_rope.ipynb").split())
+    text = " ".join(joined("02_rope.ipynb").split())
     assert f"for a base of {base:.2f} or less ({10 ** 0.90:.2f} on the slider" in text

@@ -1,21 +1,19 @@
 """Predictions stay predictions: a stored answer below a "Predict, then run" prompt is collapsed (JupyterLab's
 per-cell "outputs hidden"; nbval still compares it), and every "Try this" says what to expect."""
-import json
 import re
 
 import pytest
 
-from conftest import ROOT
+from support import ROOT, cells, indexed
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
 def prompts(path, word):
-    cells = json.loads(path.read_text())["cells"]
-    for i, cell in enumerate(cells):
-        text = "".join(cell["source"])
-        if cell["cell_type"] == "markdown" and f"**{word}" in text:
-            yield i, text, cells
+    found = cells(path)
+    for i, text in indexed(path, "markdown"):
+        if f"**{word}" in text:
+            yield i, text, found
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

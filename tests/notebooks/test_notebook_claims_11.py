@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minitf
-from conftest import ROOT
+from support import ROOT, joined, printed
 from minitf import Config, Transformer, count_parameters
 from minitf.core.data import make_splits
 from minitf.views.heatmaps import attention_weights, head_scores
@@ -20,11 +20,6 @@ CHECKPOINT = ROOT / "data" / "checkpoints" / "shift_smallest.pt"
 
 def sweep_run(key: str) -> dict:
     return json.loads((ROOT / "minitf" / "experiments" / "stored" / "tiny_sweep.json").read_text())["runs"][key]
-
-
-def markdown() -> str:
-    nb = json.loads(NOTEBOOK.read_text())
-    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +48,11 @@ def test_parameter_counts_quoted():
     d6 = dict(d_model=6, n_heads=1, n_layers=1, d_ff=12, norm_position="pre")
     untied, tied = (count_parameters(Transformer(Config(**d6, tie_embeddings=t))) for t in (False, True))
     assert untied - tied == 1536 and tied == 2158
-    assert "1,536" in markdown() and "87 %" in markdown()
+    assert "1,536" in joined(NOTEBOOK, "markdown") and "87 %" in joined(NOTEBOOK, "markdown")
 
 
 def test_margins_quoted():
-    text = markdown()
+    text = joined(NOTEBOOK, "markdown")
     assert f"{alias_margin([1.0]):.3f}" == "0.040" and "0.040" in text
     assert f"{alias_margin([2 * math.pi / 13]):.3f}" == "0.115" and "0.115" in text
     m6 = alias_margin(config_frequencies(Config(d_model=6, n_heads=1, rope_base=20.0))[0])
@@ -66,7 +61,7 @@ def test_margins_quoted():
 
 
 def test_the_sweep_numbers_in_the_text(sweep):
-    text = markdown().replace("\n", " ")
+    text = joined(NOTEBOOK, "markdown").replace("\n", " ")
     s = sweep[sweep.smallest_solver]
     assert s.params == 1984 and sweep.smallest_solver == "d6, no FFN"
     assert f"**{s.name}: {s.params:,} parameters**" in text
@@ -91,7 +86,7 @@ def test_the_sweep_numbers_in_the_text(sweep):
 
 
 def test_the_ablation_numbers_in_the_text(sweep):
-    text = markdown().replace("\n", " ")
+    text = joined(NOTEBOOK, "markdown").replace("\n", " ")
     abl = {c.name: c for c in sweep.configs.values() if c.group == "ablation"}
 
     def said(name):
@@ -125,7 +120,7 @@ def test_the_shipped_smallest_solver_solves_fresh_pairs_with_repeats():
     assert not model.config.ffn and model.config.n_layers == 1 and model.config.n_heads == 1
     assert "--seed 1 " in model.metadata["command"]
     seed0 = sweep_run("pareto/d6, no FFN/seed0")
-    assert seed0["exact_match"] < 0.99 and f"stopped at {seed0['exact_match']:.1%}" in markdown()
+    assert seed0["exact_match"] < 0.99 and f"stopped at {seed0['exact_match']:.1%}" in joined(NOTEBOOK, "markdown")
     train_pairs, val_pairs = make_splits("shift", 20000, 1000, seed=1, repeats=0.33)
     fresh = minitf.make_pairs("shift", 1000, seed=11, repeats=0.33,
                               exclude=[p.input for p in train_pairs + val_pairs])
@@ -146,7 +141,7 @@ def test_its_head_copies_by_position_and_eos_falls_back_on_the_tab():
 def test_the_recipe_named_in_the_text_trains_the_shipped_model():
     from minitf.core import recipes
     from minitf.cli import config_from_args, parser
-    assert "--recipe shift-smallest" in markdown()
+    assert "--recipe shift-smallest" in joined(NOTEBOOK, "markdown")
     from minitf.cli import flag_words
     values = recipes.get("shift-smallest").values
     model = minitf.load(CHECKPOINT)
@@ -158,7 +153,7 @@ def test_the_recipe_named_in_the_text_trains_the_shipped_model():
 
 def test_the_fast_recipe_sentence_matches_the_stored_bench():
     import statistics
-    text = " ".join(markdown().split())
+    text = " ".join(joined(NOTEBOOK, "markdown").split())
     assert ("reaches 99.8 % in 150–200 steps, in about a fourteenth of the wall time of the 42,112-parameter "
             "shift recipe, measured side by side") in text
     bench = json.loads((ROOT / "minitf" / "experiments" / "stored" / "fast_recipe.json").read_text())
@@ -174,11 +169,7 @@ def test_the_fast_recipe_sentence_matches_the_stored_bench():
 
 def stored_output(first_line_of_source: str) -> str:
     """The stored text output of the 11 code cell whose source begins with that line."""
-    nb = json.loads(NOTEBOOK.read_text())
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code" and "".join(cell["source"]).startswith(first_line_of_source):
-            return "".join("".join(o.get("text", "")) for o in cell["outputs"])
-    raise AssertionError(f"11 has no code cell beginning {first_line_of_source!r}")
+    return printed(NOTEBOOK, first_line_of_source)
 
 
 def test_four_numbers_need_a_huge_weight_scale_and_give_rank_5_logits():
@@ -197,7 +188,7 @@ def test_the_2x2_parameter_counts_quoted():
     """"the parameters go from 2,648 to 5,552"."""
     tiny_2x2 = str(minitf.results.load_ablation().only("tiny 2×2"))
     assert "5,552" in tiny_2x2 and "2,648" in tiny_2x2
-    assert "from 2,648 to 5,552" in markdown().replace("\n", " ")
+    assert "from 2,648 to 5,552" in joined(NOTEBOOK, "markdown").replace("\n", " ")
 
 
 def test_your_numbering_against_the_usual_as_stored():

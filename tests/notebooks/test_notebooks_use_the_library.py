@@ -3,7 +3,7 @@
 when a flag is renamed) is the architecture guard's rule, in tests/test_architecture.py."""
 import pytest
 
-from conftest import ROOT
+from support import ROOT
 
 
 @pytest.mark.parametrize("name", ["02_rope.ipynb", "03_attention.ipynb", "04_ffn_block.ipynb",

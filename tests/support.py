@@ -1,0 +1,129 @@
+"""What many test files share, in one place: where the repository is, how a float32 result is compared
+with its reference, how a test reads an executed notebook (its cells, code, markdown and what a cell
+printed), and the small models the unit tests build.
+
+Test files import it as `from support import ...` (pytest puts tests/ on the path: tests/conftest.py
+lives there). conftest.py keeps only fixtures and pytest's set-up.
+"""
+import json
+import pathlib
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+
+# --- float32 against float64 -----------------------------------------------------------------------
+
+# float32 keeps 24 bits. A float32 forward pass compared with the float64 one loses some of them
+# where a LayerNorm divides by a small deviation: measured on every shipped checkpoint under the
+# default, AVX2 and AVX-512 kernels with 1 and 2 threads, the largest gap was 1.6e-5 of the logits'
+# largest magnitude (the post-norm shift model). 2**-12 (2.4e-4) of that magnitude leaves a margin
+# of 15x, and a wrong piece still misses by whole units.
+FLOAT32_RELATIVE = 2.0 ** -12
+
+
+def assert_close_float32(actual, expected, relative=FLOAT32_RELATIVE):
+    """A float32 result against its float64 (or float32) reference, to a tolerance that grows with
+    the size of what is compared rather than a bare 1e-4 that is tight for logits of 50 and loose for
+    values of 1e-3."""
+    expected = expected.to(actual.dtype)
+    scale = float(expected.abs().max()) if expected.numel() else 0.0
+    torch.testing.assert_close(actual, expected, rtol=0, atol=relative * max(scale, 1e-6))
+
+
+# --- reading an executed notebook --------------------------------------------------------------------
+# The notebooks are committed with their outputs, and `pytest --nbval` proves those outputs reproduce;
+# a claim test reads them here and holds the notebook's sentences to what its cells printed.
+
+def notebook_path(notebook) -> pathlib.Path:
+    """notebooks/<notebook>.ipynb for a stem ("03_attention"), a file name or a path."""
+    if isinstance(notebook, pathlib.Path):
+        return notebook
+    return NOTEBOOKS / (notebook if notebook.endswith(".ipynb") else f"{notebook}.ipynb")
+
+
+def cells(notebook) -> list[dict]:
+    """The cells of a stored notebook, as nbformat writes them (outputs included)."""
+    return json.loads(notebook_path(notebook).read_text(encoding="utf-8"))["cells"]
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def joined(notebook, kind: str | None = None, sep: str = "\n") -> str:
+    """The sources of a notebook's cells of one kind ("code", "markdown"; None: all) joined by sep."""
+    return sep.join(source(c) for c in cells(notebook) if kind is None or c["cell_type"] == kind)
+
+
+def indexed(notebook, kind: str) -> list[tuple[int, str]]:
+    """(index, source) of every cell of one kind ("code", "markdown"), the index counting all cells."""
+    return [(i, source(c)) for i, c in enumerate(cells(notebook)) if c["cell_type"] == kind]
+
+
+def code(notebook) -> str:
+    """Every code cell's source, one after another."""
+    return joined(notebook, "code")
+
+
+def markdown(notebook) -> str:
+    """The notebook's markdown as one line, every run of whitespace one space: a sentence that the
+    notebook wraps across lines is found whole."""
+    return " ".join(joined(notebook, "markdown").split())
+
+
+def cell_output(cell: dict, results: bool = False) -> str:
+    """What a code cell printed (its stream outputs); with results, its shown values' text too."""
+    return "".join("".join(o.get("text", "")) + ("".join(o.get("data", {}).get("text/plain", "")) if results else "")
+                   for o in cell.get("outputs", []))
+
+
+def code_cell(notebook, starts: str | None = None, *, containing: str | None = None) -> dict:
+    """The one code cell whose source starts with `starts` (or contains `containing`). `notebook` is a
+    name or a list of cells (a notebook just executed)."""
+    found = [c for c in (cells(notebook) if isinstance(notebook, (str, pathlib.Path)) else notebook)
+             if c["cell_type"] == "code"
+             and (starts is None or source(c).startswith(starts))
+             and (containing is None or containing in source(c))]
+    assert len(found) == 1, f"{notebook if isinstance(notebook, (str, pathlib.Path)) else 'the notebook'}: " \
+                            f"{len(found)} code cells match {starts or containing!r}"
+    return found[0]
+
+
+def printed(notebook, starts: str | None = None, *, containing: str | None = None, results: bool = False) -> str:
+    """What the one code cell found so (see code_cell) printed; with results, its shown values too."""
+    return cell_output(code_cell(notebook, starts=starts, containing=containing), results)
+
+
+def outputs(notebook, results: bool = True) -> list[tuple[int, str]]:
+    """(index, what it printed and showed) for every code cell."""
+    return [(i, cell_output(c, results)) for i, c in enumerate(cells(notebook)) if c["cell_type"] == "code"]
+
+
+def exercise_checks() -> list[tuple[str, str, int]]:
+    """(notebook file, exercise, index of the cell that checks it) for every minitf.exercise call."""
+    found = []
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for i, cell in enumerate(cells(path)):
+            text = source(cell)
+            if cell["cell_type"] == "code" and "minitf.exercise(" in text:
+                name = text.split("minitf.exercise(", 1)[1].split(",", 1)[0].strip("\"' ")
+                found.append((path.name, name, i))
+    return found
+
+
+# --- small models ------------------------------------------------------------------------------------
+
+def small_model(**changes):
+    """A seeded 8-wide, 2-head model in eval mode: the smallest that has every piece."""
+    import minitf
+    torch.manual_seed(0)
+    return minitf.Transformer(minitf.Config(d_model=8, n_heads=2, **changes)).eval()
+
+
+def tiny_config(**changes):
+    """A pre-norm, dropout-free Config of two 8-wide layers (changes override any field)."""
+    import minitf
+    base = dict(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0)
+    return minitf.Config(**{**base, **changes})
