@@ -80,9 +80,10 @@ def test_no_answer_to_a_prediction_is_on_screen_before_the_learner_opens_it(name
 # --- the answer stays out of sight until the learner acts: prompt, run cell, reveal ---------------------------
 # The predict region (prompt, run cells, reveal) and its answer key are defined in
 # tests/browser/predict_regions.py; the browser check looks at the same regions in JupyterLab.
-# Notebooks that follow the reveal convention; the lead adds each notebook as it is converted.
+# The notebooks whose predictions follow the reveal convention: every main-path notebook and 11.
 REVEALED = ["00_setup_check", "01_embeddings", "02_rope", "03_attention", "04_ffn_block",
-            "05_training_base64_pairs", "09_language_model", "11_how_small"]  # 08: its own ANSWERS below
+            "05_training_base64_pairs", "06_attention_heatmaps", "07_origami_expansion",
+            "08_assemble_your_model", "09_language_model", "11_how_small"]
 
 from browser.predict_regions import notebook_regions, visible_answers  # noqa: E402
 
