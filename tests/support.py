@@ -127,3 +127,41 @@ def tiny_config(**changes):
     import minitf
     base = dict(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0)
     return minitf.Config(**{**base, **changes})
+
+
+# --- a notebook run with a learner's broken pieces saved -----------------------------------------------
+
+def outputs_text(cells) -> str:
+    """Everything a run's cells printed or showed, an error as `ERROR name: value`."""
+    out = []
+    for cell in cells:
+        for o in cell.get("outputs", []):
+            out.append("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", "")))
+            if o.get("output_type") == "error":
+                out.append(f"ERROR {o['ename']}: {o['evalue']}")
+    return "\n".join(out)
+
+
+def run_with_saved_pieces(notebook: str, pieces: dict[str, str], source: str, tmp_path, monkeypatch):
+    """Save each `pieces` entry (piece → the name of a function defined in `source`) as the learner's
+    piece in a folder of this test's own, run the notebook top to bottom in a kernel, and return what
+    it printed (outputs_text) with the executed cells. The source is written to a file first:
+    saving reads a function's source from its file."""
+    import nbclient
+    import nbformat
+
+    import minitf
+    from minitf import solutions
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path / "my_parts"))
+    path = tmp_path / "wrong_pieces.py"
+    path.write_text(source)
+    namespace = {"torch": torch, "minitf": minitf, "my_attention": solutions.my_attention,
+                 "my_causal_mask": solutions.my_causal_mask}
+    exec(compile(source, str(path), "exec"), namespace)
+    for piece, fn in pieces.items():
+        assert minitf.parts.save(piece, namespace[fn]) is not None, piece
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports this minitf
+    nb = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    return outputs_text(nb.cells), nb.cells

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import minitf
-from support import ROOT, cells, joined, printed
+from support import cells, joined, outputs_text, printed, run_with_saved_pieces
 from minitf import IGNORE, solutions
 from minitf.course import training_checks
 from minitf.course import training_parts as tp
@@ -392,38 +392,14 @@ def clipping_each_tensor_alone(parameters, max_norm):
 '''
 
 
-def outputs_text(cells) -> str:
-    out = []
-    for cell in cells:
-        for o in cell.get("outputs", []):
-            out.append("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", "")))
-            if o.get("output_type") == "error":
-                out.append(f"ERROR {o['ename']}: {o['evalue']}")
-    return "\n".join(out)
-
-
 @pytest.mark.slow
 def test_notebook_08_with_wrong_pieces_names_each_and_still_trains(tmp_path, monkeypatch):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    folder = tmp_path / "my_parts"
-    namespace = {"torch": torch}
-    source = tmp_path / "wrong_pieces.py"
-    source.write_text(WRONG_PIECES)
-    exec(compile(WRONG_PIECES, str(source), "exec"), namespace)
-    monkeypatch.setenv("MINITF_MY_PARTS", str(folder))
-    namespace.update(minitf=minitf, my_attention=solutions.my_attention, my_causal_mask=solutions.my_causal_mask)
-    for piece, fn in [("embed", "embed_in_float64"), ("output_loss", "loss_over_every_position"),
-                      ("adamw", "adamw_without_bias_correction"), ("softmax", "softmax_without_the_maximum"),
-                      ("multi_head_attention", "heads_merged_without_transpose"),
-                      ("block", "block_without_residuals"), ("model_forward", "forward_without_the_final_norm"),
-                      ("clip_gradients", "clipping_each_tensor_alone")]:
-        assert minitf.parts.save(piece, namespace[fn]) is not None
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel imports this minitf
-    nb = nbformat.read(ROOT / "notebooks" / "08_assemble_your_model.ipynb", as_version=4)
-    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
-    text = outputs_text(nb.cells)
+    text, cells = run_with_saved_pieces("08_assemble_your_model.ipynb", {
+        "embed": "embed_in_float64", "output_loss": "loss_over_every_position",
+        "adamw": "adamw_without_bias_correction", "softmax": "softmax_without_the_maximum",
+        "multi_head_attention": "heads_merged_without_transpose", "block": "block_without_residuals",
+        "model_forward": "forward_without_the_final_norm", "clip_gradients": "clipping_each_tensor_alone"},
+        WRONG_PIECES, tmp_path, monkeypatch)
     assert "ERROR" not in text, text
     assert "broken piece: embed — right in float64, but in float32" in text
     assert "broken piece: output_loss — " in text and "the input part and the padding too" in text
@@ -436,7 +412,7 @@ def test_notebook_08_with_wrong_pieces_names_each_and_still_trains(tmp_path, mon
                   "clip_gradients"):
         assert re.search(rf"^{piece} +reference solution \(yours is broken: see the check above\)$",
                          text, re.MULTILINE), piece
-    assert_08s_run_holds_its_sentences(nb.cells)
+    assert_08s_run_holds_its_sentences(cells)
 
 
 # --- what notebook 08 says about its run ---------------------------------------------------------
