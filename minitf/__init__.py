@@ -66,7 +66,6 @@ from . import notebook
 from .core import baselines, data, devices, flops, norms, origami, rope
 from .course import exercises, head_census, parts, solutions
 from .course import training_parts  # notebook 08: your loss, step, schedule, AdamW and loop
-from .course import exercises as workbook  # the name notebooks written before the wings use
 from .experiments import results, smallest
 from .views import diagram, explorer, heatmaps
 

@@ -123,13 +123,13 @@ from minitf.course import solutions  # noqa: E402
 
 def feedback(name, fn):
     with pytest.raises(minitf.ExerciseError) as info:
-        minitf.workbook.run_check(name, fn)
+        minitf.exercises.run_check(name, fn)
     return str(info.value)
 
 
 def test_the_reference_pieces_pass_and_build_the_solver():
     for name in ("byte_circle", "query", "tab_score", "value_rotation"):
-        assert minitf.workbook.run_check(name, getattr(solutions, f"my_{name}")).startswith("✓")
+        assert minitf.exercises.run_check(name, getattr(solutions, f"my_{name}")).startswith("✓")
     pieces = {n: getattr(solutions, f"my_{n}") for n in ("byte_circle", "query", "tab_score", "value_rotation")}
     built, reference = shift_by_hand(HandSet(), pieces), shift_by_hand()
     for (name, a), (_, b) in zip(built.state_dict().items(), reference.state_dict().items()):

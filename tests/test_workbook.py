@@ -8,7 +8,8 @@ import torch.nn.functional as F
 import minitf
 from support import exercise_checks
 from support import cells as notebook_cells
-from minitf import parts, solutions, workbook
+from minitf import exercises as workbook
+from minitf import parts, solutions
 from minitf.course import declaration
 
 NAMES = list(workbook.EXERCISES)
@@ -300,7 +301,7 @@ def test_each_exercise_has_hints_and_the_reference_solution_after_it(notebook, n
         f"{notebook}: {name} has no hints after it (the cell contract: minitf.course.declaration.Exercise)"
     assert workbook.solution_markdown(name) in after, \
         f"{notebook}: the solution block of {name} differs from minitf/course/solutions.py " \
-        "(paste minitf.workbook.solution_markdown(name); the cell contract: minitf.course.declaration.Exercise)"
+        "(paste minitf.exercises.solution_markdown(name); the cell contract: minitf.course.declaration.Exercise)"
 
 
 @pytest.mark.parametrize("notebook, name, index", exercise_checks())

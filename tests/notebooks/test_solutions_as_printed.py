@@ -17,7 +17,7 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 from support import ROOT, cells, exercise_checks
-from minitf import workbook
+from minitf import exercises as workbook
 from minitf.course.feedback import ExerciseError
 
 SOLUTION = re.compile(r"<details><summary>Solution</summary>\s*```python\n(.*?)\n```", re.S)
