@@ -13,19 +13,11 @@ from minitf.course.exercises import EXERCISES
 NOTEBOOKS = course_map.notebooks()
 MAIN = [p for p in NOTEBOOKS if course_map.track(p.name) == "main path"]
 EXTRA_EXERCISES = {name for name, ex in EXERCISES.items() if course_map.track(ex.notebook) == "extras"}
-# main-path notebooks still being moved off the extras: strict, so the marker must go once they
-# no longer use one
-NOT_YET: dict[str, str] = {}
 
 
 def markdown(path):
     """(index, text) of every markdown cell, its HTML comments left out."""
     return [(i, re.sub(r"<!--.*?-->", " ", text, flags=re.S)) for i, text in indexed(path, "markdown")]
-
-
-def main_path_params(reasons):
-    return [pytest.param(p, id=p.stem, marks=pytest.mark.xfail(strict=True, reason=reasons[p.stem]))
-            if p.stem in reasons else pytest.param(p, id=p.stem) for p in MAIN]
 
 
 def extra_uses(source, printed=""):
@@ -39,7 +31,7 @@ def extra_uses(source, printed=""):
     return used
 
 
-@pytest.mark.parametrize("path", main_path_params(NOT_YET))
+@pytest.mark.parametrize("path", MAIN, ids=lambda p: p.stem)
 def test_a_main_path_notebook_uses_nothing_from_an_extra(path):
     found = {f"code cell {i}": u for (i, src), (_, out) in zip(indexed(path, "code"), outputs(path))
              if (u := extra_uses(src, out))}
@@ -116,10 +108,7 @@ def harness(path):
     return found
 
 
-HARNESS_NOT_YET: dict[str, str] = {}
-
-
-@pytest.mark.parametrize("path", main_path_params(HARNESS_NOT_YET))
+@pytest.mark.parametrize("path", MAIN, ids=lambda p: p.stem)
 def test_no_main_path_cell_shows_the_harness(path):
     assert harness(path) == []
 
@@ -137,7 +126,7 @@ def test_the_harness_rule_catches_what_it_names():
 
 # --- the main path's budget: words and a learner's time -----------------------------------------
 
-@pytest.mark.parametrize("path", main_path_params({}))
+@pytest.mark.parametrize("path", MAIN, ids=lambda p: p.stem)
 def test_no_main_path_notebook_has_more_than_3000_words_of_prose(path):
     assert course_map.prose_words(path) <= course_map.NOTEBOOK_WORD_BUDGET
 

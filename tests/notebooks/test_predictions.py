@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from browser.predict_regions import first_shown_line, notebook_regions, visible_answers
 from support import ROOT, cells, indexed
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -44,37 +45,25 @@ def test_every_try_this_says_what_to_expect(path):
 ANSWER_OUT_OF_SIGHT = ["06_attention_heatmaps", "07_origami_expansion"]
 
 
-def answer_region(cells, i):
-    """The code cells that answer the prompt in markdown cell i, and the markdown cell after them."""
-    following = []
-    for cell in cells[i + 1:]:
-        if cell["cell_type"] != "code":
-            return following, "".join(cell["source"])
-        following.append(cell)
-    return following, ""
-
-
 @pytest.mark.parametrize("name", ANSWER_OUT_OF_SIGHT)
 def test_no_answer_to_a_prediction_is_on_screen_before_the_learner_opens_it(name):
     """JupyterLab shows a collapsed output's first line, so an answer cell stores no text at all
     (a figure, collapsed, is the answer); it asserts nothing (an assert states the result); and the
     text after it opens with a <details> reveal, so the explanation waits for a click."""
     path = ROOT / "notebooks" / f"{name}.ipynb"
-    found = list(prompts(path, "Predict"))
+    cells, found = notebook_regions(path)
     assert found, f"{path.name}: no prediction prompt found"
-    for i, text, cells in found:
-        answers, after = answer_region(cells, i)
-        for cell in answers:
+    for region in found:
+        i = region.prompt
+        for j in region.run:
+            cell = cells[j]
             shown = [o for o in cell.get("outputs", []) if o["output_type"] in ("stream", "execute_result", "error")]
-            first = "".join(shown[0].get("text", "") or shown[0].get("data", {}).get("text/plain", "")
-                            ).split("\n")[0] if shown else ""
             assert not shown, (f"{path.name}: the answer to the prediction in markdown cell {i} prints text, "
-                               f"and its first line shows even collapsed: {first!r}")
+                               f"and its first line shows even collapsed: {first_shown_line(cell)!r}")
             assert not re.search(r"^\s*assert\b", "".join(cell["source"]), re.M), \
                 f"{path.name}: an assert in the answer to the prediction in markdown cell {i} states the result"
-        assert after.lstrip().startswith("<details>"), \
-            (f"{path.name}: the text after the prediction in markdown cell {i} states the answer outside a "
-             f"<details> reveal: {after.strip()[:80]!r}")
+        assert region.reveal is not None, \
+            f"{path.name}: the text after the prediction in markdown cell {i} is not a <details> reveal"
 
 
 # --- the answer stays out of sight until the learner acts: prompt, run cell, reveal ---------------------------
@@ -85,7 +74,6 @@ REVEALED = ["00_setup_check", "01_embeddings", "02_rope", "03_attention", "04_ff
             "05_training_base64_pairs", "06_attention_heatmaps", "07_origami_expansion",
             "08_assemble_your_model", "09_language_model", "11_how_small"]
 
-from browser.predict_regions import notebook_regions, visible_answers  # noqa: E402
 
 
 @pytest.mark.parametrize("stem", REVEALED)
@@ -150,33 +138,22 @@ def outside_details(text: str) -> str:
     return re.sub(r"<details>.*?</details>", "", text, flags=re.S)
 
 
-def first_output_line(cell) -> str:
-    for output in cell.get("outputs", []):
-        text = "".join(output.get("text", "")) or "".join(output.get("data", {}).get("text/plain", ""))
-        if text.strip():
-            return text.strip().splitlines()[0]
-    return ""
-
-
 @pytest.mark.parametrize("stem", sorted(ANSWERS))
 def test_no_answer_is_visible_before_the_learner_acts(stem):
     path = ROOT / "notebooks" / f"{stem}.ipynb"
     found = {words: False for words, _ in ANSWERS[stem]}
-    for i, text, cells in prompts(path, "Predict"):
+    cells, regions_found = notebook_regions(path)
+    for region in regions_found:
+        i, text = region.prompt, "".join(cells[region.prompt]["source"])
         matching = [(words, answers) for words, answers in ANSWERS[stem] if words in text]
         assert matching, f"{path.name}, markdown cell {i}: a prediction this test does not know; add its answers"
         words, answers = matching[0]
         found[words] = True
-        j = i + 1
-        run = []
-        while j < len(cells) and cells[j]["cell_type"] == "code":
-            run.append(cells[j])
-            j += 1
-        after = "".join(cells[j]["source"]) if j < len(cells) else ""
-        assert after.lstrip().startswith("<details>"), \
+        assert region.reveal is not None, \
             f"{path.name}: the markdown after the prediction in cell {i} does not open with a <details> reveal"
-        visible = [outside_details(text), outside_details(after)]
-        visible += ["".join(c["source"]) for c in run] + [first_output_line(c) for c in run]
+        run = [cells[j] for j in region.run]
+        visible = [outside_details(text), outside_details("".join(cells[region.reveal]["source"]))]
+        visible += ["".join(c["source"]) for c in run] + [first_shown_line(c) for c in run]
         for answer in answers:
             shown = [v for v in visible if answer in v]
             assert not shown, f"{path.name}: the answer to cell {i}'s prediction ({answer!r}) is visible: {shown[0][:200]!r}"
