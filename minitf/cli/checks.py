@@ -74,6 +74,8 @@ def check_args(args) -> str | None:
                     "give --optimizer muon, or leave out --muon-lr")
         if args.muon_lr is not None and not (math.isfinite(args.muon_lr) and args.muon_lr > 0):
             return f"--muon-lr must be a number > 0 (Muon's peak learning rate), got {args.muon_lr}"
+        if not (math.isfinite(args.weight_decay) and args.weight_decay >= 0):
+            return f"--weight-decay must be a number >= 0, got {args.weight_decay}"
         if not 0 < args.cooldown <= 1:
             return (f"--cooldown must be a fraction in (0, 1] (of the steps spent decaying), "
                     f"got {args.cooldown}")

@@ -147,6 +147,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--muon-lr", type=float, default=None, help="Muon's peak lr (default --lr)")
     t.add_argument("--embed-lr", type=float, default=1.0, metavar="X",
                    help="the embedding's lr is --lr times this")
+    t.add_argument("--weight-decay", type=float, default=0.01, metavar="W",
+                   help="decoupled weight decay on the matrices (AdamW's, and Muon's)")
     t.add_argument("--schedule", choices=SCHEDULES, default="cosine",
                    help="cosine: warm-up, cosine decay; wsd: warm-up, constant, linear cooldown")
     t.add_argument("--cooldown", type=float, default=0.2,

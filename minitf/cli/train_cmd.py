@@ -43,8 +43,10 @@ def cmd_train(args) -> int:
     import torch
     torch.set_num_threads(args.threads)
     if args.trainer == "lightning" and (args.optimizer != "adamw" or args.embed_lr != 1.0
-                                        or args.muon_lr is not None or args.schedule != "cosine"):
-        return fail("--optimizer, --muon-lr, --embed-lr and --schedule are for --trainer minitf; "
+                                        or args.muon_lr is not None or args.schedule != "cosine"
+                                        or args.weight_decay != 0.01):
+        return fail("--optimizer, --muon-lr, --embed-lr, --weight-decay and --schedule are for "
+                    "--trainer minitf; "
                     "Lightning trains with its own AdamW and cosine schedule")
     if args.trainer == "lightning" and args.device:
         return fail("--device is for --trainer minitf; Lightning takes --accelerator and --devices")
@@ -113,7 +115,8 @@ def train_with_minitf(args, model, device, train_data, val_data, described, stat
 
     with Stop() as stop:  # a signal from here on, the final save included, stops and saves
         hist = train(model, train_data, val_data, steps=args.steps, batch_size=args.batch_size,
-                     lr=args.lr, warmup=args.warmup, seed=args.seed, eval_every=args.eval_every,
+                     lr=args.lr, weight_decay=args.weight_decay, warmup=args.warmup, seed=args.seed,
+                     eval_every=args.eval_every,
                      progress=not args.no_progress, stop_when=target_reached(args),
                      resume=state, after_step=save_every, should_stop=stop,
                      optimizer=optimizer_from_args(args, model),
@@ -130,8 +133,8 @@ def optimizer_from_args(args, model):
     if args.optimizer == "adamw" and args.embed_lr == 1.0 and args.muon_lr is None:
         return None
     from ..core.train import make_lm_optimizer
-    return make_lm_optimizer(model, args.lr, kind=args.optimizer, embed_lr=args.embed_lr,
-                             muon_lr=args.muon_lr)
+    return make_lm_optimizer(model, args.lr, weight_decay=args.weight_decay, kind=args.optimizer,
+                             embed_lr=args.embed_lr, muon_lr=args.muon_lr)
 
 
 def save_run(model, args, hist, run: dict, partial: dict | None = None) -> None:
