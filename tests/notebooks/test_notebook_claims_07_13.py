@@ -179,43 +179,6 @@ def test_13s_summary_gives_the_best_arms_ratio_against_the_envelope():
     assert f"does not beat it either: {into['vs_envelope']:.2f}×" in markdown("13_growth_report.ipynb")
 
 
-# --- notebook 12: what its Try-this and its takeaways say -----------------------------------------
-
-@pytest.mark.slow
-def test_12_a_small_S_breaks_every_length_past_one_not_the_long_ones_first():
-    """The Try-this reveal, on the notebook's own pairs, in float64 (the float32 model gives the
-    same counts; float64 keeps them off the last bits)."""
-    from minitf.core.evaluate import exact_match_by_length
-    from minitf.course.by_hand import HandSet, shift_by_hand
-
-    text = markdown("12_weights_by_hand.ipynb")
-    assert "0 % at each length from 2 to 24, 100 % at length 1 only" in text
-    assert "S = 100 and 200 do little better (at most 7 % at any length from 2 on); S = 400 is right " \
-           "at every length" in text
-    pairs = minitf.make_pairs("shift", 1200, 12, min_len=1, max_len=24, repeats=0.33)
-    score = {S: exact_match_by_length(shift_by_hand(HandSet(S=S)).double(), pairs) for S in (50, 100, 200, 400)}
-    assert score[50][1] == 1.0 and max(score[50][n] for n in range(2, 25)) == 0.0
-    for S in (100, 200):
-        assert 0 < max(score[S][n] for n in range(2, 25)) <= 0.07, S
-    assert min(score[400].values()) == 1.0
-
-
-def test_12_takeaway_training_needed_the_slow_frequency_and_a_larger_layout():
-    from minitf.experiments.length import load_length_study
-
-    study = load_length_study()
-    text = markdown("12_weights_by_hand.ipynb")
-    assert "not the capacity" not in text
-    assert ("the 2,624-parameter layout holds at every length for every seed, while the 1,984-parameter "
-            "layout given the same ω does not learn shift at all (0–1.7 % even at 1–12 bytes)") in text
-    held, small = study["d8, ω=2π/27"], study["small, ω=2π/27"]
-    assert (held.params, small.params) == (2624, 1984)
-    assert held.solved and len(held.seeds) == 3
-    assert small.buckets["1-12"][2] == pytest.approx(0.017, abs=5e-4)  # the best seed
-    assert max(small.buckets[b][2] for b in study.buckets) <= 0.017 + 5e-4
-    assert not study["d8"].solved  # the same larger layout with the usual frequencies does not hold
-
-
 def test_13_counts_flops_as_it_says():
     """13's sentence: 6 per parameter but the embedding, and trained byte, plus attention's part."""
     from minitf import Config, Transformer
