@@ -70,6 +70,17 @@ def test_12_the_shipped_long_solver_holds_past_the_lengths_it_saw():
     assert "The smaller one ships as `data/checkpoints/shift_long_small.pt`" in markdown(NOTEBOOK)
 
 
+def test_12_a_patch_of_the_sources_value_moves_the_output_and_the_other_bytes_does_not():
+    """Section 8: "Patching the source's value to `x` makes the model write `y`; patching the other
+    input byte's value changes nothing", as the notebook printed it."""
+    lines = printed(NOTEBOOK, 'text = b"kq\\t"').splitlines()
+    written = [line.rsplit("writes ", 1)[1] for line in lines]
+    assert written == ["'l'", "'y'", "'l'"]
+    assert lines[1].startswith("position 0's value made 'x'") and lines[2].startswith("position 1's value made 'x'")
+    assert ("Patching the source's value to `x` makes the model write `y`; patching the other input byte's "
+            "value changes nothing") in markdown(NOTEBOOK)
+
+
 # --- what its Try-this and its takeaways say ---------------------------------------------------
 
 @pytest.mark.slow
@@ -105,3 +116,4 @@ def test_12_takeaway_training_needed_the_slow_frequency_and_a_larger_layout():
     assert small.buckets["1-12"][2] == pytest.approx(0.017, abs=5e-4)  # the best seed
     assert max(small.buckets[b][2] for b in study.buckets) <= 0.017 + 5e-4
     assert not study["d8"].solved  # the same larger layout with the usual frequencies does not hold
+
