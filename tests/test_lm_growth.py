@@ -274,10 +274,12 @@ def _mean(xs):
     return sum(xs) / len(xs)
 
 
-def test_notebook_12_states_the_command_the_budget_and_the_bounds(section9, stored):
+def test_notebook_13_states_the_command_the_budget_and_the_bounds(section9, stored):
     from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
-    assert f"`{r.command}`" in section9 and r.command == "python bench/lm_growth.py"
+    text = markdown("13_growth_report")
+    intro = text[:text.index("## 1.")]
+    assert f"`{r.command}`" in intro and r.command == "python bench/lm_growth.py"  # how to run it again
     assert f"{r.budget_steps} steps" in section9 and f"{r.budget_flops / 1e12:.2f} TFLOP" in section9
     assert f"{r.lr:g} was best" in section9
     lm = minitf.Config(d_model=64, n_heads=4, n_layers=4, d_ff=256, norm_position="pre", max_len=64)
@@ -291,7 +293,7 @@ def test_notebook_12_states_the_command_the_budget_and_the_bounds(section9, stor
     assert round(6 * (64 * 256 + 256) / flops_per_token(lm.replace(n_layers=1), 64), 2) == 0.23  # the head's share
 
 
-def test_notebook_12_stack_demo_sentence_matches_the_checkpoint():
+def test_notebook_13_stack_demo_sentence_matches_the_checkpoint():
     from minitf.core.text import tiled_windows
     lm = minitf.load(ROOT / "data" / "checkpoints" / "lm.pt")
     text = minitf.read_text(ROOT / "data" / "text" / "tinyshakespeare.txt", 64)
@@ -302,7 +304,7 @@ def test_notebook_12_stack_demo_sentence_matches_the_checkpoint():
     assert _loss(origami.deepen(lm, [1, 3]).model, ids, targets) == base
 
 
-def test_notebook_12_result_and_explanation_match_the_stored_numbers(section9):
+def test_notebook_13_result_and_explanation_match_the_stored_numbers(section9):
     from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
     arms = {a.name: a for a in r.arms}

@@ -113,6 +113,15 @@ def test_no_main_path_cell_shows_the_harness(path):
     assert harness(path) == []
 
 
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p not in MAIN], ids=lambda p: p.stem)
+def test_an_extras_prose_points_to_bench_once_at_most_and_to_no_other_harness(path):
+    """An extra may say once how to run its study again (a `bench/` command); its prose names no
+    test file, issue, goal or load average (its code may read a checkpoint's metadata)."""
+    prose = [found for found in harness(path) if found.startswith("markdown")]
+    bench = [found for found in prose if found.endswith("mentions bench/")]
+    assert len(bench) <= 1 and [found for found in prose if found not in bench] == []
+
+
 def test_the_harness_rule_catches_what_it_names():
     cell = {"cell_type": "markdown", "metadata": {}, "source": ["Measured by `make bench` (load average 0.7)"]}
     import tempfile, pathlib

@@ -27,7 +27,9 @@ def test_headline_numbers(fast):
     assert len(f.seeds) >= 3 and max(f.losses) <= 1.89  # "below nanoGPT's 1.89 in every seed"
     assert f"**{f.loss:.3f}**" in text and f"**{f.ratio:.2f}×**" in text and f"**{f.cpu_ratio:.2f}×**" in text
     assert f"{min(f.losses):.3f}–{max(f.losses):.3f}" in text
-    assert f"{fast.arm('reference').loss:.3f}" in text and fast.load_range in text
+    assert f"{fast.arm('reference').loss:.3f}" in text
+    busy = float(fast.load_range.split("–")[0])  # the load average the run recorded, at its lowest
+    assert busy > 2 and "a 2-core AMD EPYC, was busy with other work while this ran" in text
     assert f.ratio <= 0.25 and f.cpu_ratio <= 0.25
 
 

@@ -1,0 +1,40 @@
+"""Claims notebook 10 (the same model with PyTorch Lightning) makes, held to what its executed
+cells printed: the cells print, these tests hold the sentences (the Try-this's stopping step is
+held in tests/test_lightning.py, which re-trains)."""
+import math
+import re
+
+from support import code, markdown, printed
+
+NOTEBOOK = "10_lightning"
+
+
+def numbers(text):
+    return [float(x) for x in re.findall(r"\d+(?:\.\d+)?", text)]
+
+
+def test_minitf_train_starts_near_a_uniform_guess_and_learns():
+    """Section 1's run: an untrained model's first loss is close to ln 256 (a uniform guess over the
+    bytes), and 200 steps bring the held-out loss well below it. Float32 training: ranges, measured."""
+    text = printed(NOTEBOOK, "train_pairs, val_pairs = minitf.data.make_splits(")
+    first, held_out, steps = numbers(text.split(":", 1)[1])
+    assert "steps=200" in code(NOTEBOOK) and steps == 200
+    assert abs(first - math.log(256)) < 0.3
+    assert 3.0 < held_out < 3.6
+
+
+def test_lightning_trains_the_same_steps_to_the_same_losses():
+    """"the same loss curve" (the introduction), "the two trainers are one computation" (section 1):
+    both ran every step, and every training loss and the held-out loss agree."""
+    lines = printed(NOTEBOOK, "workdir = Path(tempfile.mkdtemp())").splitlines()
+    assert lines[0] == "steps trained: 200 by minitf.train, 200 by Lightning"
+    assert lines[1:] == ["the same loss at every step: True", "the same held-out loss: True"]
+    text = markdown(NOTEBOOK)
+    assert "**the same loss curve**" in text and "the two trainers are one computation" in text
+
+
+def test_the_checkpoint_converted_for_minitf_gives_the_same_model():
+    """Section 3: `to_minitf_checkpoint` keeps the config and the weights `minitf.load` needs."""
+    lines = printed(NOTEBOOK, "[ckpt] = Path(").splitlines()
+    assert lines[1] == "same config: True | same logits: True"
+    assert "'steps': 200" in lines[2] and "'lightning'" in lines[2]
