@@ -77,8 +77,9 @@ def reference(piece: str) -> Callable:
 
 
 def mine(fallback: Callable[[str], Callable] | None = reference) -> TrainingParts:
-    """Your saved training pieces (my_parts/, as `minitf.parts.mine` loads the model's); the ones
-    you have not saved come from `fallback(name)`, by default the reference solutions."""
+    """Your saved training pieces (my_parts/, as `minitf.parts.mine` loads the model's); the
+    required ones you have not saved come from `fallback(name)`, by default the reference solutions,
+    the optional ones (clipping, the schedule, AdamW) from the library."""
     found, origin = my_parts.load_saved(TRAINING_PIECES, fallback)
     return TrainingParts(**found, origin=origin)
 
