@@ -16,7 +16,7 @@ from minitf.course.exercises import EXERCISES
 
 # --- 00: the course map -------------------------------------------------------------------------
 
-MAP_ROW = re.compile(r"^\| (\d\d) · [^|]+\|[^|]*\|[^|]*\| (\d+) min \|$", re.MULTILINE)
+MAP_ROW = re.compile(r"^\| (\d\d) · [^|]+\|[^|]*\|[^|]*\| (\d+) min(?: \(\+\d+ optional\))? \|$", re.MULTILINE)
 
 
 def map_tracks(text):
