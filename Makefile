@@ -77,7 +77,7 @@ bench: $(STAMP) $(SITE_STAMP)  ## speed of the package and the course, side by s
 	$(PY) bench/run.py $(BENCH_ARGS)
 
 # --- the course as a site, the spoiler-free copy, the run-time table (issue 25) --------------------
-.PHONY: lab-settings site test-site student runtimes
+.PHONY: lab-settings site test-site student runtimes map-minutes
 # JupyterLab's scrolling glitch in long notebooks: windowing mode `none`, written as a settings
 # override into .venv/share/jupyter/lab/settings/overrides.json (TROUBLESHOOTING.md); a learner's
 # own settings still win. Cheap, so `make lab` writes it every time.
@@ -97,3 +97,7 @@ student: $(STAMP)  ## copies of the notebooks without the collapsed solutions, i
 
 runtimes: $(STAMP)  ## rewrite the run-time tables (README, notebook 00) from make bench's stored measurement
 	$(PY) tools/runtimes.py
+	$(PY) tools/map_minutes.py
+
+map-minutes: $(STAMP)  ## rewrite the course map's minutes (README, notebook 00) from python -m minitf.course.course_map's count
+	$(PY) tools/map_minutes.py

@@ -196,3 +196,9 @@ def test_the_navigation_shows_the_two_tracks_of_the_readmes_map(built):
     assert extras < nav.index('href="10_lightning.html"') < nav.index('href="14_faster_language_model.html"')
     front = (out / "index.html").read_text()
     assert "The main path: about" in front and "The extras: about" in front
+    # beside each track's name, its time and its optional minutes, as the README's map states them
+    # (tests/notebooks/test_course_budget.py holds those to the count)
+    readme = (ROOT / "README.md").read_text()
+    for label, track in (("Main path", "main path"), ("Extras", "extras")):
+        shown = site.nav_time(site.track_minutes(readme)[track])
+        assert f'class="mtf-site-track">{label}<span class="mtf-site-time">{shown}</span>' in nav, label

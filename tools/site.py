@@ -46,7 +46,10 @@ BANNER = ("A static page of the stored notebook: every output is as the notebook
           "its stored picture (the Explorer still answers a hover). To change anything, open the "
           "notebook in JupyterLab (<code>make lab</code>); see "
           '<a href="TROUBLESHOOTING.html#stored-widgets-shown-as-pictures">Troubleshooting</a>.')
-COURSE_ROW = re.compile(r"^\| `(\d\d_\w+)` \| (.*?) \| ([^|]*?) \|(?: (\d+) min \|)?\s*$", re.M)
+# a row of the README's course map: notebook, what you learn, you write, and its minutes ("25 min",
+# "25 min (+10 optional)": an optional exercise's minutes beside the notebook's)
+COURSE_ROW = re.compile(r"^\| `(\d\d_\w+)` \| (.*?) \| ([^|]*?) \|(?: (\d+) min(?: \(\+(\d+) optional\))? \|)?\s*$",
+                        re.M)
 
 SITE_CSS = """
 body.mtf-site { margin: 0; padding-left: 15rem; }
@@ -61,6 +64,8 @@ body.mtf-site { margin: 0; padding-left: 15rem; }
 .mtf-site-home { font-weight: 700; font-size: 18px; color: #111; text-decoration: none; padding: 0 0.5rem; }
 .mtf-site-nav li.mtf-site-track { padding: 0.6rem 0.5rem 0.15rem; color: #555; font-size: 12px;
   font-weight: 600; text-transform: uppercase; letter-spacing: 0.04em; }
+.mtf-site-nav li.mtf-site-track .mtf-site-time { display: block; font-weight: 400; text-transform: none;
+  letter-spacing: 0; }
 .mtf-site-extra { display: block; padding: 0.3rem 0.5rem; color: #1d3f6e; }
 .mtf-site-banner { margin: 0.75rem 1rem 0; padding: 0.6rem 0.9rem; border: 1px solid #e0c36a;
   background: #fff8e1; border-radius: 5px; font: 14px/1.45 system-ui, sans-serif; }
@@ -97,7 +102,31 @@ def course_map(readme: str) -> dict[str, tuple[str, str]]:
     return {m[1]: (m[2], m[3]) for m in COURSE_ROW.finditer(readme)}
 
 
+def course_minutes(readme: str) -> dict[str, tuple[int, int]]:
+    """notebook stem → (minutes, optional minutes), as the README's course table states them."""
+    return {m[1]: (int(m[4]), int(m[5] or 0)) for m in COURSE_ROW.finditer(readme) if m[4]}
+
+
 TRACK_HEADING = re.compile(r"^### The (main path|extras)\b[^\n]*$", re.M)
+# its time: "### The main path: about 5 h 45 min (345 minutes of a learner's time, +105 min of optional exercises)"
+TRACK_TIME = re.compile(r"^### The (main path|extras): about ([^(\n]*?) \((\d+) minutes of a learner's time"
+                        r"(?:, \+(\d+) min of optional exercises)?\)", re.M)
+
+
+def track_minutes(readme: str) -> dict[str, tuple[str, int, int]]:
+    """track → (its time in words, minutes, optional minutes), from the README's track headings:
+    what the navigation shows beside each track's name."""
+    return {m[1]: (m[2], int(m[3]), int(m[4] or 0)) for m in TRACK_TIME.finditer(readme)}
+
+
+def nav_time(minutes: tuple | None) -> str:
+    """The time the navigation shows: "about 6 h 10 min, +105 min optional" for a track ((its time
+    in words, minutes, optional)), "about 15 min, +10 min optional" for a notebook ((minutes, optional))."""
+    if not minutes:
+        return ""
+    *words, total, optional = minutes
+    text = f"about {words[0] if words else f'{total} min'}"
+    return text + (f", +{optional} min optional" if optional else "")
 
 
 def course_tracks(readme: str) -> dict[str, str]:
@@ -227,6 +256,7 @@ def build(out: Path) -> dict:
     readme = (ROOT / "README.md").read_text()
     learn = course_map(readme)
     tracks = course_tracks(readme)
+    minutes, track_times = course_minutes(readme), track_minutes(readme)
     notebooks = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     nbs = {p: nbformat.read(p, as_version=4) for p in notebooks}
     markdown = []  # README, then every Markdown page reachable from it or from a notebook
@@ -244,7 +274,9 @@ def build(out: Path) -> dict:
     pages.update({md: page_name(md) for md in markdown})
 
     nav = [{"href": page_name(str(p.relative_to(ROOT))), "label": notebook_title(nb) or p.stem,
-            "learn": learn.get(p.stem, ("", ""))[0], "stem": p.stem, "track": tracks.get(p.stem, "")}
+            "learn": " · ".join(filter(None, (learn.get(p.stem, ("", ""))[0], nav_time(minutes.get(p.stem))))),
+            "stem": p.stem, "track": tracks.get(p.stem, ""),
+            "track_time": nav_time(track_times.get(tracks.get(p.stem, "")))}
            for p, nb in nbs.items()]
     for before, item in zip([None] + nav, nav):  # the navigation shows the two tracks, each under its name
         item["track_starts"] = before is None or before["track"] != item["track"]

@@ -2,12 +2,18 @@
 
 The main path (00–09) teaches the model and never uses an extra; each extra (10–14) stands on the
 main path only. The minutes are counted, not guessed, so that 00's map, the README and the site can
-be checked against the notebooks: the exercises' stated minutes, the prose read at 150 words a
-minute (Markdown outside `<details>` reveals, code blocks left out) and the measured run time.
+be checked against the notebooks: the required exercises' stated minutes, the prose read at 150
+words a minute (Markdown outside `<details>` reveals, code blocks left out) and the measured run
+time. An optional exercise (`Exercise.optional`) is not in a notebook's time: the maps show its
+minutes beside it ("+N optional"), so the time a track states is the time its required work takes.
+
+`stated_map` gives the numbers the maps print (each notebook to the nearest 5 minutes, each track
+the sum of its rows); tools/course_map_minutes.py writes them into the README and notebook 00.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from pathlib import Path
@@ -64,15 +70,43 @@ def run_seconds(path: Path = RUN_TIMES) -> dict[str, float]:
 
 
 def minutes(path: Path, seconds: dict[str, float] | None = None) -> dict[str, float]:
-    """The parts of a notebook's time: exercises (their stated minutes), reading (prose at 150
-    words a minute) and running (measured), and their total."""
+    """The parts of a notebook's time: its required exercises (their stated minutes), reading (prose
+    at 150 words a minute), running (measured), and their total; its optional exercises' minutes
+    apart, outside the total."""
     path = Path(path)
     seconds = run_seconds() if seconds is None else seconds
-    parts = {"exercises": float(sum(e.minutes for e in EXERCISES.values() if e.notebook == path.name[:2])),
+    here = [e for e in EXERCISES.values() if e.notebook == path.name[:2]]
+    parts = {"required": float(sum(e.minutes for e in here if not e.optional)),
              "reading": prose_words(path) / WORDS_PER_MINUTE,
              "running": seconds.get(path.stem, 0.0) / 60}
     parts["total"] = sum(parts.values())
+    parts["optional"] = float(sum(e.minutes for e in here if e.optional))
     return parts
+
+
+def rounded(minutes: float) -> int:
+    """A time as the maps state it: to the nearest 5 minutes (halves up), at least 5."""
+    return max(5, 5 * math.floor(minutes / 5 + 0.5))
+
+
+def in_hours(minutes: int) -> str:
+    """345 → '5 h 45 min', 120 → '2 h', 45 → '45 min'."""
+    h, m = divmod(int(minutes), 60)
+    return " ".join(([f"{h} h"] if h else []) + ([f"{m} min"] if m or not h else []))
+
+
+def stated_map(folder: Path = NOTEBOOKS, seconds: dict[str, float] | None = None) -> dict:
+    """What 00's map, the README and the site state: {"notebooks": {stem: (minutes, optional
+    minutes)}, "tracks": {track: (minutes, optional minutes)}}; a track's numbers are the sums of its
+    rows, so the table adds up."""
+    seconds = run_seconds() if seconds is None else seconds
+    rows, tracks = {}, {"main path": (0, 0), "extras": (0, 0)}
+    for path in notebooks(folder):
+        m = minutes(path, seconds)
+        rows[path.stem] = (rounded(m["total"]), int(m["optional"]))
+        total, optional = tracks[track(path.name)]
+        tracks[track(path.name)] = (total + rows[path.stem][0], optional + rows[path.stem][1])
+    return {"notebooks": rows, "tracks": tracks}
 
 
 def notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
@@ -80,14 +114,20 @@ def notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
 
 
 def summary(folder: Path = NOTEBOOKS) -> str:
-    """Minutes per notebook and per track, as the course map should state them."""
-    seconds, lines, totals = run_seconds(), [], {"main path": 0.0, "extras": 0.0}
+    """Minutes per notebook and per track, counted and as the course map states them."""
+    seconds, lines = run_seconds(), []
+    stated = stated_map(folder, seconds)
+    lines.append(f"{'notebook':28} {'track':9} {'words':>6}        required + reading + running = total"
+                 f"   optional   stated")
     for path in notebooks(folder):
         m = minutes(path, seconds)
-        totals[track(path.name)] += m["total"]
         lines.append(f"{path.stem:28} {track(path.name):9} {prose_words(path):6,} words  "
-                     f"{m['exercises']:3.0f} + {m['reading']:3.0f} + {m['running']:.1f} = {m['total']:4.0f} min")
-    lines += [f"{name}: {total:.0f} min ({total / 60:.1f} h)" for name, total in totals.items()]
+                     f"{m['required']:8.0f} + {m['reading']:7.1f} + {m['running']:7.1f} = {m['total']:5.1f}"
+                     f"   {m['optional']:8.0f}   {stated['notebooks'][path.stem][0]:3} min")
+    for name, (total, optional) in stated["tracks"].items():
+        words = sum(prose_words(p) for p in notebooks(folder) if track(p.name) == name)
+        lines.append(f"{name}: {total} min ({in_hours(total)}), +{optional} min of optional exercises; "
+                     f"{words:,} words")
     return "\n".join(lines)
 
 

@@ -35,6 +35,11 @@ class Exercise:
     answer is saved to my_parts/ and `call` (how the model or the training calls it) and `order`
     (its place in Parts, the order the model or training runs its pieces) go into PIECES or
     TRAINING_PIECES. Adding an exercise is one declaration in its lesson module and its notebook cells.
+
+    `optional=True` marks an exercise the main path does not need: the course map counts its minutes
+    apart ("+N min of optional exercises"), and where notebook 08 builds from saved pieces, an
+    optional piece the learner has not written is the library's own (`reference`), the table saying
+    "library — optional, not written", where an unwritten required piece is the reference solution.
     """
     name: str                 # the piece; the learner's function is my_<name>
     notebook: str
@@ -62,6 +67,8 @@ class Exercise:
     fills: str = ""
     call: str = ""            # how the model or the training calls the piece
     order: int = 0            # its place among the pieces it joins
+    # not needed by the main path: its minutes are counted apart, and an unwritten piece is the library's
+    optional: bool = False
 
     @property
     def header(self) -> str:

@@ -21,7 +21,7 @@ from typing import Callable
 import torch
 
 from ..core.tokens import EOS, IGNORE, PAD, TAB
-from .lessons import pieces
+from .lessons import EXERCISES, pieces
 
 # piece → (the call the model makes, the notebook whose exercise writes it), from the exercises'
 # declarations (Exercise.fills == "model"), in the order Parts lists them
@@ -82,10 +82,17 @@ def mine(fallback: Callable[[str], Callable] | None = None) -> Parts:
 
 # --- loading saved pieces: the model's (mine, above) or any other set (the training's, notebook 08) ---
 
+# where an optional piece the learner has not written comes from (Exercise.optional): the library's own
+OPTIONAL_NOT_WRITTEN = "library — optional, not written"
+NOT_SAVED_YET = "reference solution (you have not saved one yet)"
+
+
 def load_saved(names, fallback: Callable[[str], Callable] | None = None) -> tuple[dict, dict]:
     """({name: function}, {name: where it came from}) for the pieces `names` that are saved, the
     others from `fallback(name)` (or left out): `mine` for any set of pieces, such as the training's
-    (minitf.course.training_parts.mine)."""
+    (minitf.course.training_parts.mine). With a fallback, an optional piece (`Exercise.optional`)
+    that is not saved is the library's own instead (its declaration's `reference`, minitf's or
+    PyTorch's version): skipping it is a choice the course offers, not a piece still to write."""
     # what the notebooks' cells had at hand when the pieces were written; minitf itself is loaded
     # already (this module is inside it), so the face is taken as it is, not imported from a wing
     namespace = {"torch": torch, "math": math, "F": torch.nn.functional, "minitf": sys.modules["minitf"],
@@ -96,8 +103,10 @@ def load_saved(names, fallback: Callable[[str], Callable] | None = None) -> tupl
         if path.is_file():
             exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
             found[name], origin[name] = namespace.pop("__piece__"), f"yours ({path.parent.name}/{path.name})"
+        elif fallback is not None and name in EXERCISES and EXERCISES[name].optional:
+            found[name], origin[name] = EXERCISES[name].reference, OPTIONAL_NOT_WRITTEN
         elif fallback is not None:
-            found[name], origin[name] = fallback(name), "reference solution (you have not saved one yet)"
+            found[name], origin[name] = fallback(name), NOT_SAVED_YET
     # a saved piece may call another by its exercise's name (your attention calls my_softmax, your
     # train_step my_clip_gradients): the reference solution answers to a name you have not saved
     from . import solutions

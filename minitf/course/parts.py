@@ -193,9 +193,10 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
 
 
 def yours() -> Parts:
-    """Your saved pieces, the reference solution standing in for each one you have not written yet:
-    what notebooks 08 and 09 build your model from, so that they run before every exercise is done.
-    Shown in a cell, it is the table of which piece is whose."""
+    """Your saved pieces, the reference solution standing in for each required one you have not
+    written yet and the library's own for each optional one: what notebooks 08 and 09 build your
+    model from, so that they run before every exercise is done. Shown in a cell, it is the table of
+    which piece is whose."""
     from . import solutions
     return mine(fallback=lambda name: getattr(solutions, f"my_{name}"))
 

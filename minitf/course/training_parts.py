@@ -19,7 +19,7 @@ import torch
 
 from ..core.data import make_batch
 from . import my_parts
-from .exercises import run_check
+from .exercises import optional_stand_ins, run_check
 from .feedback import ExerciseError
 from .lessons import pieces
 
@@ -77,8 +77,9 @@ def reference(piece: str) -> Callable:
 
 
 def mine(fallback: Callable[[str], Callable] | None = reference) -> TrainingParts:
-    """Your saved training pieces (my_parts/, as `minitf.parts.mine` loads the model's); the ones
-    you have not saved come from `fallback(name)`, by default the reference solutions."""
+    """Your saved training pieces (my_parts/, as `minitf.parts.mine` loads the model's); the
+    required ones you have not saved come from `fallback(name)`, by default the reference solutions,
+    the optional ones (clipping, the schedule, AdamW) from the library."""
     found, origin = my_parts.load_saved(TRAINING_PIECES, fallback)
     return TrainingParts(**found, origin=origin)
 
@@ -147,11 +148,14 @@ class TrainingCheck:
 
 def check(parts: TrainingParts) -> TrainingCheck:
     """Run every given training piece through its exercise's check (without refusing library
-    calls: the question here is whether it computes the right thing) and name the ones that fail."""
+    calls: the question here is whether it computes the right thing) and name the ones that fail.
+    An optional piece that another calls by name (your train_step's my_clip_gradients) is the
+    library's in that other's check when it fails its own: the broken one is named, not its caller."""
     broken = {}
     for name in parts.given():
+        fn = getattr(parts, name)
         try:
-            run_check(name, getattr(parts, name), own_work=False)
+            run_check(name, my_parts.calling(fn, **optional_stand_ins(fn)), own_work=False)
         except ExerciseError as e:  # the failing case, and the slip in words where one is recognised
             lines = [line.strip() for line in str(e).splitlines() if not line.startswith("Hint:")]
             said = [line for line in lines[1:] if line.startswith("Yours ")]

@@ -73,5 +73,6 @@ EXERCISES = [
                       nn.Module.state_dict: ".state_dict()"},
              own_work="arithmetic on config.vocab_size, d_model, n_layers and d_ff is fine, and all "
                       "you need: building the model (or any nn layer) and counting its .parameters() "
-                      "is how the check gets the answer you are asked to work out"),
+                      "is how the check gets the answer you are asked to work out",
+             optional=True),
 ]

@@ -240,7 +240,8 @@ EXERCISES = [
              own_work="x ** 2, .mean, torch.sqrt and torch.rsqrt are fine (the formula is the "
                       "exercise): F.rms_norm and nn.RMSNorm are RMSNorm itself",
              fills="model", order=7,
-             call='rms_norm(x, weight, eps)'),
+             call='rms_norm(x, weight, eps)',
+             optional=True),
     Exercise("feed_forward", "04", "the FFN: two linear maps with a ReLU between, per position",
              1, 5, lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd),
              _ffn_cases,
@@ -270,7 +271,8 @@ EXERCISES = [
              own_work="F.silu (or x * torch.sigmoid(x)), @ and F.linear are fine (the gate is the "
                       "exercise): minitf.FeedForward with ffn_gate is SwiGLU itself",
              fills="model", order=9,
-             call='swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.ffn_gate)'),
+             call='swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.ffn_gate)',
+             optional=True),
     Exercise("block", "04", "the block: attention and FFN, each with its residual and its norm, "
              "pre-norm or post-norm", 3, 15, _block_reference, _block_cases,
              "pre-norm: a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True); "

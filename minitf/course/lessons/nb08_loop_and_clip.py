@@ -236,5 +236,6 @@ EXERCISES = [
                       "fine (the one norm and the only-when-above are the exercise): "
                       "torch.nn.utils.clip_grad_norm_ is clipping itself",
              fills="training", order=1,
-             call='clip_gradients(parameters, max_norm): one norm over all gradients, scaled down to max_norm when above it'),
+             call='clip_gradients(parameters, max_norm): one norm over all gradients, scaled down to max_norm when above it',
+             optional=True),
 ]

@@ -159,7 +159,8 @@ EXERCISES = [
              library={lr_at: "minitf.core.train.lr_at", wsd_at: "minitf.core.train.wsd_at"},
              own_work="math.cos, math.pi and arithmetic are fine: minitf's lr_at is the schedule itself",
              fills="training", order=3,
-             call='lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate'),
+             call='lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate',
+             optional=True),
     Exercise("adamw", "08", "AdamW from its update rule: moments, bias correction, decoupled decay",
              4, 25, training_checks.torch_adamw_step, _adamw_cases,
              "m = β₁m + (1 − β₁)g, v = β₂v + (1 − β₂)g², m̂ = m/(1 − β₁ᵗ), v̂ = v/(1 − β₂ᵗ); the "
@@ -179,5 +180,6 @@ EXERCISES = [
              own_work="*, +, ** and .sqrt() on the tensors are fine (the update rule is the "
                       "exercise): torch.optim.AdamW and torch.optim.Adam are the optimizer itself",
              fills="training", order=4,
-             call='adamw(param, grad, m, v, t, lr, betas, eps, weight_decay) → (param, m, v)'),
+             call='adamw(param, grad, m, v, t, lr, betas, eps, weight_decay) → (param, m, v)',
+             optional=True),
 ]

@@ -244,5 +244,6 @@ EXERCISES = [
              own_work="attn.qkv, attn.rotate, attn.out, rope_angles, causal_mask, torch.cat and "
                       "minitf.attention (or your own) are fine (the positions, the cache and the "
                       "mask rows are the exercise): the attention module's own forward is the "
-                      "cached step itself"),
+                      "cached step itself",
+             optional=True),
 ]
