@@ -139,6 +139,9 @@ LEFT_OUT_AT = {"position_offset": 0, **asdict(ModernBlock())}
 
 @dataclass(frozen=True, init=False)
 class Config:
+    """The sizes and the block's layout, then the variants by group; `Config()` is the seed model.
+    The model reads a variant through its group: `config.positions.rope_base`."""
+
     # the fields in this order, each group where its variants sat when they were flat: to_dict and
     # the repr list the flat keywords in the order every saved config has them
     vocab_size: int = 256
