@@ -63,8 +63,9 @@ def reference_forward(model, ids):
         f = blk.ffn
         h = h + F.linear(F.silu(F.linear(x, f.up.weight)) * F.linear(x, f.gate.weight), f.down.weight)
     logits = F.linear(rms(h, model.final_norm.weight), model.head.weight)
-    if c.modern_block.logit_softcap:
-        logits = c.modern_block.logit_softcap * torch.tanh(logits / c.modern_block.logit_softcap)
+    cap = c.modern_block.logit_softcap
+    if cap:
+        logits = cap * torch.tanh(logits / cap)
     return logits
 
 
@@ -214,8 +215,9 @@ def test_cli_preset_and_flags():
     args = cli.parser().parse_args(["train", "--out", "x.pt", "--preset", "modern", "--d-model", "16",
                                     "--activation", "relu2", "--logit-softcap", "15", "--zero-init"])
     cfg = cli.config_from_args(args)
-    assert (cfg.norm, cfg.norm_position, cfg.modern_block.bias, cfg.modern_block.ffn_gate, cfg.modern_block.qk_norm) == ("rms", "pre", False, True, True)
-    assert cfg.activation == "relu2" and cfg.modern_block.logit_softcap == 15 and cfg.modern_block.zero_init  # given flags win
+    m = cfg.modern_block
+    assert (cfg.norm, cfg.norm_position, m.bias, m.ffn_gate, m.qk_norm) == ("rms", "pre", False, True, True)
+    assert cfg.activation == "relu2" and m.logit_softcap == 15 and m.zero_init  # given flags win
     plain = cli.config_from_args(cli.parser().parse_args(["train", "--out", "x.pt"]))
     assert plain == Config(d_ff=8, max_len=128)
 
