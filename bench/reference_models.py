@@ -35,7 +35,8 @@ ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 
 
 def _check_supported(config: Config):
-    if config.positional != "rope" or config.rope_on_v or not config.causal or config.norm != "layer":
+    p = config.positions
+    if p.positional != "rope" or p.rope_on_v or not config.ablations.causal or config.norm != "layer":
         raise ValueError("reference models cover RoPE on Q/K, causal attention and LayerNorm only")
     if config.attn_dim != config.d_model:
         raise ValueError("reference models need n_heads · head_dim == d_model")
@@ -49,7 +50,7 @@ class SeedStyleLayer(nn.Module):
         C = config.d_model
         self.n_heads, self.head_dim, self.seed_quirks = config.n_heads, config.head_dim, seed_quirks
         self.rope_dim = C if seed_quirks else config.head_dim  # seed: 10000^(2i/d_model)
-        self.base = config.rope_base
+        self.base = config.positions.rope_base
         self.Wq, self.Wk, self.Wv, self.Wo = (nn.Linear(C, C) for _ in range(4))
         self.ff_in, self.ff_out = nn.Linear(C, config.d_ff), nn.Linear(config.d_ff, C)
         self.act = ACTIVATIONS[config.activation]
@@ -166,7 +167,7 @@ class ExpertTransformer(nn.Module):
             if config.norm_position == "pre" else nn.Identity()
         self.head = nn.Linear(config.d_model, config.vocab_size)
         hd = config.head_dim
-        inv_freq = config.rope_base ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+        inv_freq = config.positions.rope_base ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
         angles = torch.arange(config.max_len, dtype=torch.float64)[:, None] * inv_freq  # (L, hd/2)
         angles = torch.cat((angles, angles), dim=-1)                                    # (L, hd)
         self.register_buffer("cos", angles.cos().float(), persistent=False)
@@ -299,7 +300,7 @@ def minitf_fast_path(model: Transformer, fused_norm: bool = True, rope: str = "c
     "complex"; either way the cos/sin tables are cached per length instead of recomputed per layer.
     """
     c = model.config
-    if c.positional != "rope" or c.rope_on_v or c.norm != "layer":
+    if c.positions.positional != "rope" or c.positions.rope_on_v or c.norm != "layer":
         raise ValueError("the fast-path prototype covers RoPE on Q/K with LayerNorm only")
     if fused_norm:
         for m in model.modules():

@@ -14,7 +14,7 @@ FFN_PER_LAYER = 4 * 8 + 8 + 8 * 4 + 4 + 2 * 4  # up, down and norm2 of the tiny 
 
 def test_defaults_keep_the_tiny_model():
     c = Config()
-    assert c.residual and c.ffn
+    assert c.ablations.residual and c.ablations.ffn
     model = Transformer(c)
     assert minitf.count_parameters(model) == 2648
     assert Config.from_dict(c.to_dict()) == c
@@ -89,7 +89,7 @@ def reference_logits(model, ids):
     """The forward pass as it was before the switches existed, written out from the model's parts."""
     h = model.embed(ids)
     T = ids.shape[1]
-    if model.config.positional == "sinusoidal":
+    if model.config.positions.positional == "sinusoidal":
         h = h + model.pos_table[:T]
     for block in model.blocks:
         a = lambda x: block.attn(x, *minitf.rope_angles(block.attn.inv_freq, T))[0] \
@@ -115,7 +115,7 @@ NEWER_LAYOUTS = {"shift_smallest.pt", "shift_by_hand.pt", "shift_long.pt",  # sh
                                         if p.name not in NEWER_LAYOUTS), ids=lambda p: p.name)
 def test_shipped_checkpoints_load_and_compute_as_before(path):
     model = minitf.load(path).eval()  # load_state_dict is strict: the parameter names are unchanged
-    assert model.config.residual and model.config.ffn
+    assert model.config.ablations.residual and model.config.ablations.ffn
     ids = torch.tensor([[*b"Hello", 9, *b"Ifmmp"]])
     with torch.no_grad():
         assert torch.allclose(model(ids), reference_logits(model, ids), atol=1e-5)

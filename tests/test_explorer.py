@@ -64,11 +64,11 @@ def test_the_widget_builds_for_every_checkpoint(path):
     for l in range(c.n_layers):
         for h in range(c.n_heads):
             for name in ("q.3.0", "k.0.0", "v.2.0", "scores.3.0", "weights.3.3", "rowsum.3",
-                         "out.3.0") + (("q_rot.3.0", "k_rot.1.0") if c.positional == "rope" else ()):
+                         "out.3.0") + (("q_rot.3.0", "k_rot.1.0") if c.positions.positional == "rope" else ()):
                 assert f"L{l}.h{h}.{name}" in shown, name
         ffn = ("ffn_pre.3.0", "ffn_hidden.3.0", "ffn_out.3.0", "resid2.3.0")  # shift_smallest has none
         norm_stat = "norm1.mean.3" if c.norm == "layer" else "norm1.ms.3"  # RMSNorm: mean square
-        for name in ("concat.3.0", "attn_out.3.0", "resid1.3.0", norm_stat) + (ffn if c.ffn else ()):
+        for name in ("concat.3.0", "attn_out.3.0", "resid1.3.0", norm_stat) + (ffn if c.ablations.ffn else ()):
             assert f"L{l}.{name}" in shown, name
     assert "ids.0" in shown and "embed.0.0" in shown and f"probs.3.{ex.trace.next_byte()}" in shown
     meta = ex.view["meta"]

@@ -19,7 +19,7 @@ COUPLED = dict(d_model=8, n_heads=2, n_layers=1, position_ids="coupled", dropout
 
 def test_position_offset_defaults_change_nothing():
     c = Config()
-    assert c.position_offset == 0
+    assert c.positions.position_offset == 0
     assert "position_offset" not in repr(c) and "position_offset" not in c.to_dict()
     assert Config.from_dict(c.to_dict()) == c
     off = Config(**COUPLED, position_offset=12)
@@ -129,8 +129,8 @@ def test_shift_long_recipes_are_the_shipped_checkpoint_commands(name):
     words = minitf.cli.recipe_expanded(LONG[name], ["--out", "x.pt"], set())
     args = minitf.cli.parser().parse_args(["train", *words])
     assert minitf.cli.config_from_args(args) == model.config
-    assert model.config.rope_freqs[0] == pytest.approx(2 * 3.141592653589793 / 27, rel=1e-9)
-    assert model.config.position_offset == 0
+    assert model.config.positions.rope_freqs[0] == pytest.approx(2 * 3.141592653589793 / 27, rel=1e-9)
+    assert model.config.positions.position_offset == 0
 
 
 def test_cli_position_offset_flag(tmp_path, capsys):
@@ -138,7 +138,7 @@ def test_cli_position_offset_flag(tmp_path, capsys):
     assert main(["train", "--task", "shift", "--n-train", "40", "--n-val", "5", "--steps", "2",
                  "--d-model", "8", "--position-ids", "coupled", "--position-offset", "12",
                  "--out", str(out), "--no-progress"]) == 0
-    assert minitf.load(out).config.position_offset == 12
+    assert minitf.load(out).config.positions.position_offset == 12
     assert main(["train", "--position-offset", "3", "--steps", "1", "--n-train", "10",
                  "--n-val", "5", "--out", str(tmp_path / "x.pt"), "--no-progress"]) == 2
     assert "position_ids='coupled'" in capsys.readouterr().err

@@ -46,7 +46,7 @@ def test_the_shipped_run_reaches_nanogpts_mark():
     loss = evaluate_text(model, text.val)["loss"]
     assert loss <= lm_fast.TARGET
     assert abs(loss - model.metadata["val"]["loss"]) < 0.01
-    assert model.config.qk_norm and model.config.n_layers == 2
+    assert model.config.modern_block.qk_norm and model.config.n_layers == 2
     assert minitf.count_parameters(model) == 133_184
 
 

@@ -25,7 +25,7 @@ def test_seed_model_has_2648_parameters_where_the_seed_says_2904():
 def test_default_config_is_the_seed():
     c = Config()
     assert (c.vocab_size, c.d_model, c.n_heads, c.head_dim, c.n_layers, c.d_ff) == (256, 4, 2, 2, 2, 8)
-    assert (c.norm_position, c.norm, c.activation, c.positional) == ("post", "layer", "relu", "rope")
+    assert (c.norm_position, c.norm, c.activation, c.positions.positional) == ("post", "layer", "relu", "rope")
     assert c.dropout_p == pytest.approx(min(0.1, 0.5 * 4 / 256))
     assert Config(d_model=64, n_heads=4).dropout_p == 0.1
 

@@ -41,7 +41,7 @@ def reference_forward(model, ids):
         n.weight.data.copy_(weight)
         return n(x)
 
-    theta = c.rope_base ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+    theta = c.positions.rope_base ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
     ang = torch.arange(T, dtype=torch.float64)[:, None] * theta  # (T, hd/2)
 
     def rope(x):  # (B, H, T, hd)
@@ -63,8 +63,9 @@ def reference_forward(model, ids):
         f = blk.ffn
         h = h + F.linear(F.silu(F.linear(x, f.up.weight)) * F.linear(x, f.gate.weight), f.down.weight)
     logits = F.linear(rms(h, model.final_norm.weight), model.head.weight)
-    if c.logit_softcap:
-        logits = c.logit_softcap * torch.tanh(logits / c.logit_softcap)
+    cap = c.modern_block.logit_softcap
+    if cap:
+        logits = cap * torch.tanh(logits / cap)
     return logits
 
 
@@ -144,7 +145,7 @@ def test_defaults_unchanged_and_the_preset():
     assert set(Config().to_dict()) == OLD_FIELDS  # saved configs read and write as before
     assert repr(Config()) == repr(Config(bias=True, ffn_gate=False, qk_norm=False))
     cfg = Config.modern(d_model=8)
-    assert {k: getattr(cfg, k) for k in MODERN} == MODERN
+    assert {k: v for k, v in cfg.flat().items() if k in MODERN} == MODERN
     assert Config.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ValueError, match="logit_softcap"):
         Config(logit_softcap=0)
@@ -214,8 +215,9 @@ def test_cli_preset_and_flags():
     args = cli.parser().parse_args(["train", "--out", "x.pt", "--preset", "modern", "--d-model", "16",
                                     "--activation", "relu2", "--logit-softcap", "15", "--zero-init"])
     cfg = cli.config_from_args(args)
-    assert (cfg.norm, cfg.norm_position, cfg.bias, cfg.ffn_gate, cfg.qk_norm) == ("rms", "pre", False, True, True)
-    assert cfg.activation == "relu2" and cfg.logit_softcap == 15 and cfg.zero_init  # given flags win
+    m = cfg.modern_block
+    assert (cfg.norm, cfg.norm_position, m.bias, m.ffn_gate, m.qk_norm) == ("rms", "pre", False, True, True)
+    assert cfg.activation == "relu2" and m.logit_softcap == 15 and m.zero_init  # given flags win
     plain = cli.config_from_args(cli.parser().parse_args(["train", "--out", "x.pt"]))
     assert plain == Config(d_ff=8, max_len=128)
 

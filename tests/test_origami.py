@@ -308,7 +308,7 @@ def test_widening_tied_embeddings_is_refused_with_the_reason():
 def test_widen_keeps_explicit_per_head_frequencies_and_widen_heads_refuses_them():
     model = Transformer(Config(norm_position="pre", rope_freqs=(0.5, 0.3)))  # head 0: 0.5, head 1: 0.3
     grown = widen(model, 2)
-    assert grown.model.config.rope_freqs == (0.5, 0.3, 0.5, 0.3)
+    assert grown.model.config.positions.rope_freqs == (0.5, 0.3, 0.5, 0.3)
     rebuilt = Transformer(grown.model.config)  # what a checkpoint of the grown model rebuilds
     assert torch.equal(rebuilt.blocks[0].attn.inv_freq, grown.model.blocks[0].attn.inv_freq)
     with pytest.raises(GrowthError, match="no rule to extend"):

@@ -165,7 +165,7 @@ def test_parts_keep_the_tie():
 
 def test_default_frequencies_are_unchanged():
     for config in (Config(), tiny_config(), tiny_config(rope_base=20.0)):
-        expected = rope_frequencies(config.head_dim, config.rope_base, config.n_heads)
+        expected = rope_frequencies(config.head_dim, config.positions.rope_base, config.n_heads)
         assert torch.equal(config_frequencies(config), expected)
         assert torch.equal(Transformer(config).blocks[0].attn.inv_freq, expected)
 
@@ -229,13 +229,15 @@ def test_cli_flags_reach_the_config():
     args = parser().parse_args(["train", "--out", "x.pt", "--position-ids", "coupled",
                                 "--tie-embeddings", "--rope-freqs", "1.0", "0.2"])
     config = config_from_args(args)
-    assert config.position_ids == "coupled" and config.tie_embeddings
-    assert config.rope_freqs == (1.0, 0.2)
+    assert config.positions.position_ids == "coupled" and config.tie_embeddings
+    assert config.positions.rope_freqs == (1.0, 0.2)
     args = parser().parse_args(["train", "--out", "x.pt", "--rope-scale", "0.5", "--no-ffn"])
-    assert config_from_args(args).rope_scale == 0.5 and not config_from_args(args).ffn
+    scaled = config_from_args(args)
+    assert scaled.positions.rope_scale == 0.5 and not scaled.ablations.ffn
     default = config_from_args(parser().parse_args(["train", "--out", "x.pt"]))
-    assert (default.position_ids, default.tie_embeddings, default.rope_scale, default.rope_freqs,
-            default.ffn) == ("sequence", False, 1.0, None, True)
+    p = default.positions
+    assert (p.position_ids, default.tie_embeddings, p.rope_scale, p.rope_freqs,
+            default.ablations.ffn) == ("sequence", False, 1.0, None, True)
 
 
 # --- the other modules that run the forward pass ------------------------------------------------------

@@ -86,7 +86,7 @@ def test_the_button_trains_and_the_dropdown_picks_the_numbering(data):
     start = {k: v.clone() for k, v in view.model.state_dict().items()}
     view.numbering.value = "sequence"
     view.button.click()
-    assert view.history is not None and view.model.config.position_ids == "sequence"
+    assert view.history is not None and view.model.config.positions.position_ids == "sequence"
     assert not view.button.disabled
     torch.manual_seed(ARGS["seed"])
     fresh = minitf.Transformer(CONFIG.replace(position_ids="sequence"))

@@ -40,14 +40,15 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, config: Config):
         super().__init__()
         self.n_heads, self.head_dim = config.n_heads, config.head_dim
-        self.rope = config.positional == "rope"
-        self.rope_on_v = config.rope_on_v
-        self.causal = config.causal
-        self.qkv = nn.Linear(config.d_model, 3 * config.attn_dim, bias=config.bias)  # [W_Q; W_K; W_V]
-        self.out = nn.Linear(config.attn_dim, config.d_model, bias=config.bias)       # W_O
-        # QK-norm (Config.qk_norm): each head's q and k are RMS-normalised before RoPE, so a score
+        self.rope = config.positions.positional == "rope"
+        self.rope_on_v = config.positions.rope_on_v
+        self.causal = config.ablations.causal
+        bias = config.modern_block.bias
+        self.qkv = nn.Linear(config.d_model, 3 * config.attn_dim, bias=bias)  # [W_Q; W_K; W_V]
+        self.out = nn.Linear(config.attn_dim, config.d_model, bias=bias)       # W_O
+        # QK-norm (config.modern_block.qk_norm): each head's q and k are RMS-normalised before RoPE, so a score
         # q·k/√hd is bounded by the gains and cannot grow without limit as the weights do
-        if config.qk_norm:
+        if config.modern_block.qk_norm:
             self.q_norm = RMSNorm(config.head_dim, config.norm_eps)
             self.k_norm = RMSNorm(config.head_dim, config.norm_eps)
         else:

@@ -30,10 +30,10 @@ class Block(nn.Module):
     def __init__(self, config: Config):
         super().__init__()
         self.pre_norm = config.norm_position == "pre"
-        self.residual = config.residual
+        self.residual = config.ablations.residual
         self.norm1 = make_norm(config.norm, config.d_model, config.norm_eps)
         self.attn = MultiHeadAttention(config)
-        if config.ffn:
+        if config.ablations.ffn:
             self.norm2 = make_norm(config.norm, config.d_model, config.norm_eps)
             self.ffn = FeedForward(config)
         else:
@@ -72,8 +72,9 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = config = config or Config()
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
-        if config.positional == "sinusoidal":
-            rows = config.max_len + (config.position_ids == "coupled")  # coupled ids reach max_len
+        if config.positions.positional == "sinusoidal":
+            # coupled ids reach max_len
+            rows = config.max_len + (config.positions.position_ids == "coupled")
             self.register_buffer("pos_table", sinusoidal_table(rows, config.d_model),
                                  persistent=False)
         self.drop = nn.Dropout(config.dropout_p)
@@ -82,12 +83,12 @@ class Transformer(nn.Module):
         self.final_norm = make_norm(config.norm, config.d_model, config.norm_eps) \
             if config.norm_position == "pre" else None
         # its own matrix unless tied below
-        self.head = nn.Linear(config.d_model, config.vocab_size, bias=config.bias)
+        self.head = nn.Linear(config.d_model, config.vocab_size, bias=config.modern_block.bias)
         if config.tie_embeddings:
             # one (vocab, C) matrix reads bytes in and scores them out: logit_b = h · E[b] + bias_b.
             # The width the head's 256 rows cost is free for d_model; the 256 biases stay
             self.head.weight = self.embed.weight
-        if config.zero_init:  # every block starts as the identity: its output projections are 0
+        if config.modern_block.zero_init:  # every block starts as the identity: W_O and down are 0
             with torch.no_grad():
                 for block in self.blocks:
                     block.attn.out.weight.zero_()
@@ -96,9 +97,10 @@ class Transformer(nn.Module):
         perturb_if_asked(self)  # MINITF_PERTURB: start one ulp away, as another CPU's run would drift
 
     def positions(self, ids: torch.Tensor) -> torch.Tensor | None:
-        """Every token's position id (B, T) for config.position_ids="coupled", else None (0 … T−1).
-        A method, so a learner's own numbering can take its place (minitf.parts)."""
-        return position_ids(ids, "coupled") if self.config.position_ids == "coupled" else None
+        """Every token's position id (B, T) for config.positions.position_ids="coupled", else None
+        (0 … T−1). A method, so a learner's own numbering can take its place (minitf.parts)."""
+        coupled = self.config.positions.position_ids == "coupled"
+        return position_ids(ids, "coupled") if coupled else None
 
     def forward(self, ids: torch.Tensor, return_attention: bool = False, cache=None):
         if ids.dim() != 2:
@@ -108,17 +110,18 @@ class Transformer(nn.Module):
         if start + T > self.config.max_len:
             raise ValueError(f"sequence length {start + T} exceeds max_len {self.config.max_len}")
         if cache is not None:
-            if not self.config.causal:
+            if not self.config.ablations.causal:
                 raise ValueError("a KV cache needs a causal model: without the mask, earlier "
                                  "positions would change as new bytes arrive")
             cache.extend(ids)
         pos = self.positions(ids if cache is None else cache.ids)  # (B, start + T), or None: 0, 1, …
         if pos is not None:
             pos = pos[:, start:]  # a coupled id depends on the bytes before it, cached ones too
-        if self.training and cache is None and self.config.position_offset and pos is not None:
-            pos = offset_positions(pos, self.config.position_offset)
+        positions = self.config.positions
+        if self.training and cache is None and positions.position_offset and pos is not None:
+            pos = offset_positions(pos, positions.position_offset)
         h = self.embed(ids)  # (B, T, C)
-        if self.config.positional == "sinusoidal":
+        if positions.positional == "sinusoidal":
             h = h + (self.pos_table[start:start + T] if pos is None else self.pos_table[pos])
         h = self.drop(h)
         all_weights = []
@@ -135,16 +138,17 @@ class Transformer(nn.Module):
         if self.final_norm is not None:
             h = self.final_norm(h)
         logits = self.head(h)  # (B, T, vocab)
-        if self.config.logit_softcap is not None:  # c·tanh(z/c): about z for |z| ≪ c, never past ±c
-            cap = self.config.logit_softcap
+        cap = self.config.modern_block.logit_softcap
+        if cap is not None:  # c·tanh(z/c): about z for |z| ≪ c, never past ±c
             logits = cap * torch.tanh(logits / cap)
         return (logits, all_weights) if return_attention else logits
 
 
 def offset_positions(pos: torch.Tensor, most: int, generator: torch.Generator | None = None):
     """pos (B, T) with every id but 0 (the TAB's, under coupled ids) shifted by one random integer
-    in [0, most] per row: Config.position_offset's training-time randomised positions. Relative
-    offsets among the shifted tokens stay; their distance to the TAB grows by the row's shift."""
+    in [0, most] per row: the training-time randomised positions of position_offset (Positions).
+    Relative offsets among the shifted tokens stay; their distance to the TAB grows by the row's
+    shift."""
     k = torch.randint(0, most + 1, (pos.shape[0], 1), generator=generator, device=pos.device)
     return pos + k * (pos > 0)
 

@@ -32,11 +32,11 @@ GrowthError when the check fails or when no function-preserving construction exi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 
-from .config import MODERN_DEFAULTS, Config
+from .config import Config, ModernBlock
 from .model import Transformer, count_parameters
 from .rope import rope_frequencies
 from .train import make_optimizer
@@ -197,13 +197,13 @@ def _tile_rows(t: torch.Tensor, k: int, groups: int) -> torch.Tensor:
 
 def _refuse_ablations(cfg, operation: str) -> None:
     """The constructions assume the whole block: residual paths and an FFN in every layer."""
-    missing = [what for what, on in (("residual=False", cfg.residual), ("ffn=False", cfg.ffn)) if not on]
+    missing = [f"{name}=False" for name in ("residual", "ffn") if not getattr(cfg.ablations, name)]
     if missing:
         raise GrowthError(f"{operation}: the model is an ablation ({', '.join(missing)}); Origami's "
                           "constructions grow the full block (residual paths and an FFN in every "
                           "layer), so they are not defined for it")
-    modern = [f"{name}={getattr(cfg, name)!r}" for name, default in MODERN_DEFAULTS.items()
-              if getattr(cfg, name) != default]
+    modern = [f"{f.name}={getattr(cfg.modern_block, f.name)!r}" for f in fields(ModernBlock)
+              if getattr(cfg.modern_block, f.name) != f.default]
     if modern:
         raise GrowthError(f"{operation}: the model uses the modern block's options ({', '.join(modern)}); "
                           "Origami's constructions are written and checked for the block with "
@@ -225,7 +225,7 @@ def widen(model: Transformer, factor: int = 2, *, noise: float = 0.1, seed: int 
     _refuse_ablations(cfg, "widen")
     if not (isinstance(k, int) and k >= 2):
         raise GrowthError(f"widen: factor must be an integer >= 2, got {factor!r}")
-    if cfg.positional == "sinusoidal":
+    if cfg.positions.positional == "sinusoidal":
         raise GrowthError(
             "widen: the sinusoidal table is a function of d_model, and the table for k·d_model is "
             "not k copies of the small one, so no widening keeps the function. Use RoPE "
@@ -235,7 +235,7 @@ def widen(model: Transformer, factor: int = 2, *, noise: float = 0.1, seed: int 
             "widen: with tied embeddings one matrix is both the embedding, whose features widen "
             "copies ([E, E]), and the head, which reads copies and so must be split ([E/2, E/2]); "
             "one matrix cannot be both. Widen a model with its own head (tie_embeddings=False).")
-    freqs = cfg.rope_freqs
+    freqs = cfg.positions.rope_freqs
     if freqs is not None and len(freqs) > cfg.head_dim // 2:  # head by head: each copy keeps its own
         freqs = freqs * k
     new_cfg = _config(cfg, dropout, d_model=k * cfg.d_model, n_heads=k * cfg.n_heads,
@@ -299,7 +299,7 @@ def widen_heads(model: Transformer, *, seed: int = 0, inputs: torch.Tensor | Non
     """
     cfg = model.config
     _refuse_ablations(cfg, "widen_heads")
-    if cfg.rope_freqs is not None:
+    if cfg.positions.rope_freqs is not None:
         raise GrowthError(
             "widen_heads: the doubled head needs new RoPE frequencies between the old ones; with "
             "rope_base (and rope_scale) they follow from the rule, but explicit rope_freqs give no "
@@ -328,7 +328,7 @@ def widen_heads(model: Transformer, *, seed: int = 0, inputs: torch.Tensor | Non
 
     def grow(name, t, kind):
         if name.endswith("inv_freq"):
-            new_freq = rope_frequencies(2 * hd, cfg.rope_base, H, dtype=t.dtype)
+            new_freq = rope_frequencies(2 * hd, cfg.positions.rope_base, H, dtype=t.dtype)
             new_freq[:, 0::2] = t
             return new_freq
         if name.endswith("attn.qkv.weight") or name.endswith("attn.qkv.bias"):

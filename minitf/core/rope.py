@@ -42,12 +42,12 @@ def config_frequencies(config, dtype=torch.float32) -> torch.Tensor:
     Otherwise base^(−2i/head_dim), times rope_scale (scaling every θ is scaling the positions).
     """
     H, pairs = config.n_heads, config.head_dim // 2
-    if config.rope_freqs is not None:
-        theta = torch.tensor(config.rope_freqs, dtype=torch.float64)
+    if config.positions.rope_freqs is not None:
+        theta = torch.tensor(config.positions.rope_freqs, dtype=torch.float64)
         return theta.reshape(-1, pairs).expand(H, pairs).to(dtype).clone()
-    theta = rope_frequencies(config.head_dim, config.rope_base, H, dtype=torch.float64)
-    if config.rope_scale != 1.0:
-        theta = theta * config.rope_scale
+    theta = rope_frequencies(config.head_dim, config.positions.rope_base, H, dtype=torch.float64)
+    if config.positions.rope_scale != 1.0:
+        theta = theta * config.positions.rope_scale
     return theta.to(dtype)
 
 

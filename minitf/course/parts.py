@@ -139,8 +139,8 @@ class YourTransformer(Transformer):
 
     def forward(self, ids, return_attention: bool = False, cache=None):
         c = self.config
-        if return_attention or cache is not None or c.positional != "rope" or c.logit_softcap \
-                or (self.training and c.position_offset):
+        if return_attention or cache is not None or c.positions.positional != "rope" \
+                or c.modern_block.logit_softcap or (self.training and c.positions.position_offset):
             return super().forward(ids, return_attention, cache)
         return self.fn(self, ids)
 
@@ -157,11 +157,11 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
     `Transformer(config)` would get with the same random state."""
     config = config or Config()
     parts = parts or Parts(**pieces)
-    if parts.feed_forward and not config.ffn_gate and config.activation != "relu":
+    if parts.feed_forward and not config.modern_block.ffn_gate and config.activation != "relu":
         raise ValueError(f"your feed_forward uses ReLU; this config's activation is {config.activation!r}")
-    if parts.swiglu and config.ffn_gate and (config.activation != "silu" or config.bias):
+    if parts.swiglu and config.modern_block.ffn_gate and (config.activation != "silu" or config.modern_block.bias):
         raise ValueError("your swiglu is SiLU-gated without biases; this config has activation "
-                         f"{config.activation!r} and bias={config.bias}")
+                         f"{config.activation!r} and bias={config.modern_block.bias}")
     model = YourTransformer(parts.model_forward, config) if parts.model_forward else Transformer(config)
     c = config
     if parts.embed:
@@ -176,7 +176,7 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
             block = model.blocks[i]
         if parts.apply_rope or parts.causal_mask or parts.attention or parts.multi_head_attention:
             _swap(block, "attn", YourAttention(parts, c))
-        gated = c.ffn_gate  # the gated FFN is your swiglu's, the plain one your feed_forward's
+        gated = c.modern_block.ffn_gate  # the gated FFN is your swiglu's, the plain one your feed_forward's
         ffn_fn, YourFFN = (parts.swiglu, YourGatedFeedForward) if gated else (parts.feed_forward, YourFeedForward)
         if ffn_fn and getattr(block, "ffn", None) is not None:
             _swap(block, "ffn", YourFFN(ffn_fn, c))
@@ -186,7 +186,7 @@ def assemble(config: Config | None = None, parts: Parts | None = None, **pieces)
                     _swap(block, name, YourNorm(norm_fn, c.d_model, c.norm_eps))
     if norm_fn and model.final_norm is not None:
         _swap(model, "final_norm", YourNorm(norm_fn, c.d_model, c.norm_eps))
-    if parts.position_ids and c.position_ids == "coupled":  # your numbering, where the model asks for one
+    if parts.position_ids and c.positions.position_ids == "coupled":  # your numbering, where the model asks for one
         model.positions = lambda ids: parts.position_ids(ids).to(ids.device)
     model.parts = parts
     return model
@@ -282,7 +282,7 @@ def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
     limits = {torch.float64: tolerance, torch.float32: tolerance32}
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(32, 127, (2, 9), generator=g)  # two rows of printable bytes, (B, T)
-    if config.position_ids == "coupled":
+    if config.positions.position_ids == "coupled":
         ids[0, 4] = TAB  # one row a pair, input TAB output, so that the coupled ids restart
     expected = {dtype: _logits(model, ids) for dtype, model in references.items()}
 

@@ -75,11 +75,12 @@ class YourCachedAttention(YourAttention):
 
 def speaking_model(config: Config, parts: Parts, cached_attention: Callable | None = None) -> Transformer:
     """`assemble(config, parts)` whose cached path runs your `cached_attention` in every layer."""
-    if config.positional != "rope" or config.rope_on_v or config.position_ids != "sequence":
+    p = config.positions
+    if p.positional != "rope" or p.rope_on_v or p.position_ids != "sequence":
         raise ValueError("your cached_attention rotates queries and keys by RoPE at positions "
                          "0, 1, 2, …: it needs positional='rope', rope_on_v=False and "
-                         f"position_ids='sequence' (this config: {config.positional!r}, "
-                         f"rope_on_v={config.rope_on_v}, {config.position_ids!r})")
+                         f"position_ids='sequence' (this config: {p.positional!r}, "
+                         f"rope_on_v={p.rope_on_v}, {p.position_ids!r})")
     model = assemble(config, parts)
     for block in model.blocks:
         _swap(block, "attn", YourCachedAttention(parts, config, cached_attention))

@@ -35,13 +35,13 @@ def components(model: Transformer) -> list[Box]:
     block = model.blocks[0]
     C, V = c.d_model, c.vocab_size
     heads = f"{c.n_heads} heads × head_dim {c.head_dim}"
-    positions = {"rope": ", RoPE on q and k", "sinusoidal": "", "none": ", no positions"}[c.positional]
+    positions = {"rope": ", RoPE on q and k", "sinusoidal": "", "none": ", no positions"}[c.positions.positional]
     attn = Box("attn", "attention", f"{heads}{positions}", count_parameters(block.attn), True)
     ffn_module = getattr(block, "ffn", None)
     ffn = None if ffn_module is None else Box(
         "ffn", "feed-forward (FFN)", f"{C} → {c.d_ff} → {C}, {c.activation}",
         count_parameters(ffn_module), True)
-    residual = c.residual
+    residual = c.ablations.residual
     add = "add & " if residual else ""
 
     def norm(key):
@@ -53,7 +53,7 @@ def components(model: Transformer) -> list[Box]:
         inner = [Box("norm1", "norm", _norm_name(c), count_parameters(block.norm1), True), attn,
                  *([Box("norm2", "norm", _norm_name(c), count_parameters(block.norm2), True), ffn]
                    if ffn else [])]
-    embed_detail = f"{V} × {C} table" + (" + sinusoidal positions" if c.positional == "sinusoidal" else "")
+    embed_detail = f"{V} × {C} table" + (" + sinusoidal positions" if c.positions.positional == "sinusoidal" else "")
     boxes = [Box("embed", "embedding", embed_detail, count_parameters(model.embed), False), *inner]
     if model.final_norm is not None:
         boxes.append(Box("final_norm", "final norm", _norm_name(c), count_parameters(model.final_norm),
@@ -76,7 +76,7 @@ def draw_architecture(model: Transformer | Config | None = None, width: float = 
         model = Transformer(model or Config())
     c = model.config
     boxes = components(model)
-    residual = c.residual
+    residual = c.ablations.residual
     pre = c.norm_position == "pre"
 
     half, gap = 0.3, 0.35                      # half a box's height; extra room around the layer

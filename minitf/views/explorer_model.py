@@ -92,7 +92,7 @@ def build_view(tr: Trace, position: int) -> dict:
             cards.append(_vector(tr, f"input x at {pos}", f"{L}.input.{t}", C, pos,
                                  note="post-norm: attention reads the stream itself"))
         heads = []
-        rope_q = c.positional == "rope"
+        rope_q = c.positions.positional == "rope"
         mask = layer.mask.tolist() if layer.mask is not None else None
         for h in range(H):
             P = f"{L}.h{h}"
@@ -104,7 +104,7 @@ def build_view(tr: Trace, position: int) -> dict:
             if rope_q:
                 hcards.append(_matrix(tr, "k after RoPE", f"{P}.k_rot", every, hd, pos_labels, t))
             hcards.append(_matrix(tr, "v, every position", f"{P}.v", every, hd, pos_labels, t))
-            if c.rope_on_v:
+            if c.positions.rope_on_v:
                 hcards.append(_matrix(tr, "v after RoPE", f"{P}.v_rot", every, hd, pos_labels, t))
             hcards.append(_matrix(tr, f"scores q·k/√{hd}" + (" (masked: −∞)" if mask else ""),
                                   f"{P}.scores", rows, T, pos_labels, t, masked=mask,
@@ -121,7 +121,7 @@ def build_view(tr: Trace, position: int) -> dict:
         after = [_vector(tr, f"heads concatenated at {pos}", f"{L}.concat.{t}", H * hd, pos),
                  _vector(tr, f"W_O · concat at {pos}", f"{L}.attn_out.{t}", C, pos),
                  _vector(tr, f"residual sum at {pos}", f"{L}.resid1.{t}", C, pos,
-                         note="x + attention" if c.residual else
+                         note="x + attention" if c.ablations.residual else
                          "no residual: attention alone")]
         if not pre:
             after += _norm_cards(tr, "norm1", f"{L}.norm1", layer.norm1, t, pos,
@@ -187,15 +187,16 @@ def _all_cards(section: dict):
 def model_summary(c) -> str:
     norm = {"layer": "LayerNorm", "rms": "RMSNorm"}[c.norm]
     positions = {"rope": "RoPE on q, k", "sinusoidal": "sinusoidal positions",
-                 "none": "no positions"}[c.positional] + (" and v" if c.rope_on_v else "")
-    if c.position_ids == "coupled":
+                 "none": "no positions"}[c.positions.positional] + (" and v" if c.positions.rope_on_v else "")
+    if c.positions.position_ids == "coupled":
         positions += " (coupled ids)"
     heads = f"{c.n_heads} head{'s' if c.n_heads > 1 else ''} × {c.head_dim}"
-    ffn = f"FFN {c.d_ff} ({c.activation})" if c.ffn else "no FFN"
+    ffn = f"FFN {c.d_ff} ({c.activation})" if c.ablations.ffn else "no FFN"
     return (f"d_model {c.d_model} · {heads} · {c.n_layers} layer{'s' if c.n_layers > 1 else ''} · "
             f"{ffn} · {c.norm_position}-norm {norm} · {positions}"
             + (" · head tied to the embedding" if c.tie_embeddings else "")
-            + ("" if c.causal else " · NO causal mask") + ("" if c.residual else " · no residual"))
+            + ("" if c.ablations.causal else " · NO causal mask")
+            + ("" if c.ablations.residual else " · no residual"))
 
 
 def _layer_note(c) -> str:

@@ -182,7 +182,7 @@ def trace(model, ids) -> Trace:
     if not 1 <= len(ids) <= config.max_len:
         raise ValueError(f"need 1 to max_len = {config.max_len} bytes, got {len(ids)}")
     unwritten = [name for name in ("ffn_gate", "logit_softcap")
-                 if getattr(config, name, None) not in (None, False)]
+                 if getattr(config.modern_block, name) not in (None, False)]
     if unwritten:
         raise ValueError(f"trace writes out the block without {', '.join(unwritten)}; this model "
                          "has them (Config's modern options), so its trace would not be its "
@@ -194,7 +194,7 @@ def trace(model, ids) -> Trace:
     pos = m.positions(torch.tensor([ids]))  # the model's own numbering (coupled), or None
     pos = torch.arange(len(ids)) if pos is None else pos[0]  # (T,)
     embedding = m.embed.weight[ids]  # (T, C)
-    positional = m.pos_table[pos] if config.positional == "sinusoidal" else None
+    positional = m.pos_table[pos] if config.positions.positional == "sinusoidal" else None
     x0 = embedding + positional if positional is not None else embedding
     h, layers = x0, []
     for block in m.blocks:
@@ -215,27 +215,27 @@ def _block(config, block, x, pos) -> LayerTrace:
     T, H, hd = x.size(0), config.n_heads, config.head_dim
     A = H * hd
     pre = config.norm_position == "pre"
-    residual = config.residual  # the ablation switches (Config.residual, Config.ffn)
-    use_ffn = config.ffn
+    residual = config.ablations.residual  # the ablation switches (config.ablations)
+    use_ffn = config.ablations.ffn
     attn = block.attn
 
     norm1 = _norm(config.norm, x, block.norm1) if pre else None
     attn_in = norm1.output if pre else x
     qkv = attn_in @ attn.qkv.weight.T + attn.qkv.bias  # (T, 3A): [q | k | v]
     q, k, v = (qkv[:, i * A:(i + 1) * A].reshape(T, H, hd).transpose(0, 1) for i in range(3))
-    if getattr(config, "qk_norm", False):  # QK-norm: q and k are each head's RMS-normalised ones
+    if config.modern_block.qk_norm:  # QK-norm: q and k are each head's RMS-normalised ones
         q = q / torch.sqrt(q.pow(2).mean(-1, keepdim=True) + attn.q_norm.eps) * attn.q_norm.weight
         k = k / torch.sqrt(k.pow(2).mean(-1, keepdim=True) + attn.k_norm.eps) * attn.k_norm.weight
     theta = cos = sin = None
-    if config.positional == "rope" or config.rope_on_v:
+    if config.positions.positional == "rope" or config.positions.rope_on_v:
         theta = attn.inv_freq  # (H, hd/2)
         angles = pos.to(torch.float64)[None, :, None] * theta[:, None, :]
         cos, sin = angles.cos(), angles.sin()  # (H, T, hd/2)
-    q_rot = _rotate(q, cos, sin) if config.positional == "rope" else q
-    k_rot = _rotate(k, cos, sin) if config.positional == "rope" else k
-    v_rot = _rotate(v, cos, sin) if config.rope_on_v else v
+    q_rot = _rotate(q, cos, sin) if config.positions.positional == "rope" else q
+    k_rot = _rotate(k, cos, sin) if config.positions.positional == "rope" else k
+    v_rot = _rotate(v, cos, sin) if config.positions.rope_on_v else v
     scores = q_rot @ k_rot.transpose(1, 2) / math.sqrt(hd)  # (H, T, T)
-    mask = causal_mask(T) if config.causal else None
+    mask = causal_mask(T) if config.ablations.causal else None
     masked = scores.masked_fill(mask, float("-inf")) if mask is not None else scores
     e = torch.exp(masked - masked.max(-1, keepdim=True).values)  # masked entries: exp(−∞) = 0
     weights = e / e.sum(-1, keepdim=True)

@@ -115,12 +115,12 @@ def explain(tr, key: str) -> str:
         t, ch = index
         f = "sin" if ch % 2 == 0 else "cos"
         m = _position(tr, t)
-        return f"pos[{t},{ch}] = {f}({m} / {c.rope_base:g}^({ch - ch % 2}/{c.d_model})){end}"
+        return f"pos[{t},{ch}] = {f}({m} / {c.positions.rope_base:g}^({ch - ch % 2}/{c.d_model})){end}"
     if kind == "x0":
         t, ch = index
         if tr.positional is None:
             pos = "no added positions: RoPE rotates q and k inside attention" \
-                if c.positional == "rope" else "no positions at all"
+                if c.positions.positional == "rope" else "no positions at all"
             return f"x0[{t},{ch}] = embed[{t},{ch}]{end}   ({pos})"
         return f"x0[{t},{ch}] = embed[{t},{ch}] + pos[{t},{ch}] = " \
                f"{fmt(float(tr.embedding[t, ch]))} + {_p(float(tr.positional[t, ch]))}{end}"
@@ -190,7 +190,7 @@ def _explain_layer(tr, l: int, p, index, kind: str, value: float, end: str) -> s
     layer, c = tr.layers[l], tr.config
     L = f"L{l}"
     pre = c.norm_position == "pre"
-    residual = c.residual
+    residual = c.ablations.residual
     if kind == "input":
         src = "x0" if l == 0 else f"L{l - 1}.output"
         return f"{L}.input[{index[0]},{index[1]}] = {src}[{index[0]},{index[1]}]{end}   (the " \
@@ -204,7 +204,7 @@ def _explain_layer(tr, l: int, p, index, kind: str, value: float, end: str) -> s
         A = c.n_heads * c.head_dim
         row = "QKV".index(kind.upper()) * A + h * c.head_dim + d
         W, b = tr.params[f"blocks.{l}.attn.qkv.weight"], tr.params[f"blocks.{l}.attn.qkv.bias"]
-        if getattr(c, "qk_norm", False) and kind in ("q", "k"):  # the projection, then its RMSNorm
+        if c.modern_block.qk_norm and kind in ("q", "k"):  # the projection, then its RMSNorm
             first = row - d
             raw = layer.attn_in[t] @ W[first:first + c.head_dim].T + b[first:first + c.head_dim]
             gain = float(tr.params[f"blocks.{l}.attn.{kind}_norm.weight"][d])
@@ -217,7 +217,7 @@ def _explain_layer(tr, l: int, p, index, kind: str, value: float, end: str) -> s
         h, t, d = int(p[1][1:]), *index
         src = getattr(layer, kind[0])[h, t]
         name = kind[0]
-        rotated = c.rope_on_v if kind == "v_rot" else c.positional == "rope"
+        rotated = c.positions.rope_on_v if kind == "v_rot" else c.positions.positional == "rope"
         if not rotated:
             return f"{L}.h{h}.{kind}[{t},{d}] = {name}[{t},{d}]{end}   (no RoPE on {name})"
         i = d // 2
@@ -259,7 +259,7 @@ def _explain_layer(tr, l: int, p, index, kind: str, value: float, end: str) -> s
         return f"{L}.h{h}: Σ_j weights[{t},j] = {body}{end}   (every softmax row sums to 1)"
     if kind == "head_out":
         h, t, d = int(p[1][1:]), *index
-        v = "v_rot" if c.rope_on_v else "v"
+        v = "v_rot" if c.positions.rope_on_v else "v"
         return f"{L}.h{h}.out[{t},{d}] = Σ_j weights[{t},j]·{v}[j,{d}] = " \
                f"{_dot(layer.weights[h, t], layer.v_rot[h, :, d], limit=12)}{end}"
     if kind == "concat":

@@ -95,7 +95,7 @@ class TrainingView(ShowsPicture):
         self.probe = held_out[:probe]
         self.baselines = baselines or baseline_losses(held_out, train_pairs)
         self.numbering = W.Dropdown(options=[(label, key) for key, label in NUMBERINGS.items()],
-                                    value=config.position_ids, description="position ids",
+                                    value=config.positions.position_ids, description="position ids",
                                     style={"description_width": "initial"},
                                     layout=W.Layout(width="auto"))
         self.button = W.Button(description="train again", icon="play",
@@ -110,7 +110,7 @@ class TrainingView(ShowsPicture):
         self.drawn = None    # the numbers on show (compute()), None before the first picture
         self.redraws = 0     # pictures drawn so far (a test counts them)
         self._pending = False  # run() shows the view before training: no picture worth drawing yet
-        self._start(config.position_ids)
+        self._start(config.positions.position_ids)
         self.status.value = self.written(None)
 
     # --- training ---------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ class TrainingView(ShowsPicture):
         layer = len(weights) - 1  # the last layer: the one whose heads feed the output
         output = generate(self.model, self.example.input, max_new_tokens=len(self.example.output) + 4)
         return {
-            "numbering": self.model.config.position_ids,
+            "numbering": self.model.config.positions.position_ids,
             "step": self.val[-1]["step"] if self.val else 0,
             "steps": [v["step"] for v in self.val],
             "val_loss": [v["loss"] for v in self.val],

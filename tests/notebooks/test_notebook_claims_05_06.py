@@ -262,7 +262,7 @@ def test_05_watch_it_learn_with_the_usual_ids_finds_no_source():
         history = view.train()
     finally:
         torch.set_num_threads(before)
-    assert view.model.config.position_ids == "sequence"
+    assert view.model.config.positions.position_ids == "sequence"
     assert all(v["exact_match"] == 0 for v in history.val)
     assert all(0.1 < m < 0.3 for m in view.mass[-1][0].tolist())
 

@@ -116,8 +116,8 @@ def test_the_ablation_numbers_in_the_text(sweep):
 def test_the_shipped_smallest_solver_solves_fresh_pairs_with_repeats():
     model = minitf.load(CHECKPOINT)
     assert count_parameters(model) == 1984
-    assert model.config.position_ids == "coupled" and model.config.tie_embeddings
-    assert not model.config.ffn and model.config.n_layers == 1 and model.config.n_heads == 1
+    assert model.config.positions.position_ids == "coupled" and model.config.tie_embeddings
+    assert not model.config.ablations.ffn and model.config.n_layers == 1 and model.config.n_heads == 1
     assert "--seed 1 " in model.metadata["command"]
     seed0 = sweep_run("pareto/d6, no FFN/seed0")
     assert seed0["exact_match"] < 0.99 and f"stopped at {seed0['exact_match']:.1%}" in joined(NOTEBOOK, "markdown")

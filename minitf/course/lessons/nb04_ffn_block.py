@@ -271,7 +271,7 @@ EXERCISES = [
              own_work="F.silu (or x * torch.sigmoid(x)), @ and F.linear are fine (the gate is the "
                       "exercise): minitf.FeedForward with ffn_gate is SwiGLU itself",
              fills="model", order=9,
-             call='swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.ffn_gate)',
+             call='swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.modern_block.ffn_gate)',
              optional=True),
     Exercise("block", "04", "the block: attention and FFN, each with its residual and its norm, "
              "pre-norm or post-norm", 3, 15, _block_reference, _block_cases,

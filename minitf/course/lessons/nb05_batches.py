@@ -56,6 +56,6 @@ EXERCISES = [
              own_work="torch.arange, comparisons, cumsum, argmax and torch.where are fine: "
                       "minitf.rope.position_ids is the numbering itself",
              fills="model", order=13,
-             call="position_ids(ids) → (B, T) coupled ids (used when config.position_ids='coupled')",
+             call="position_ids(ids) → (B, T) coupled ids (used when positions.position_ids='coupled')",
              optional=True),
 ]

@@ -61,7 +61,7 @@ def _forward_slips(model, ids):
                  "before the head (model.final_norm; a post-norm model has none, it is None)"),
             slip("_forward_positions", forward(positions=False),
                  "yours numbers the positions 0, 1, 2, …: this model's config numbers them its own way "
-                 f"(position_ids={model.config.position_ids!r}); pass positions=model.positions(ids) "
+                 f"(position_ids={model.config.positions.position_ids!r}); pass positions=model.positions(ids) "
                  "to rope_angles"),
             slip("_forward_tied", forward(tied=True),
                  "yours reads the embedding table as the output head, but this config does not tie "
