@@ -6,7 +6,7 @@ import torch
 from ...core.config import Config
 from ...core.model import Transformer
 from ...core.rope import rope_angles
-from ..cases import first_slip as _first_slip, random_case as _rand
+from ..cases import named_slip as _named_slip, random_case as _rand
 from ..declaration import Exercise
 
 
@@ -51,21 +51,17 @@ def _forward_slips(model, ids):
                 return h @ model.embed.weight.T + (model.head.bias if model.head.bias is not None else 0)
             return model.head(h)
 
-    def slip(name, result, words):
-        recognise = _first_slip([(result, words)])
-        recognise.__name__ = name
-        return recognise
-
-    return (slip("_forward_no_final_norm", forward(final=False),
-                 "yours leaves out the final norm: a pre-norm model normalises the stream once more "
-                 "before the head (model.final_norm; a post-norm model has none, it is None)"),
-            slip("_forward_positions", forward(positions=False),
-                 "yours numbers the positions 0, 1, 2, …: this model's config numbers them its own way "
-                 f"(position_ids={model.config.position_ids!r}); pass positions=model.positions(ids) "
-                 "to rope_angles"),
-            slip("_forward_tied", forward(tied=True),
-                 "yours reads the embedding table as the output head, but this config does not tie "
-                 "them (tie_embeddings=False): the head is model.head, a table of its own"))
+    return (_named_slip("_forward_no_final_norm", [forward(final=False)],
+                        "yours leaves out the final norm: a pre-norm model normalises the stream once "
+                        "more before the head (model.final_norm; a post-norm model has none, it is "
+                        "None)"),
+            _named_slip("_forward_positions", [forward(positions=False)],
+                        "yours numbers the positions 0, 1, 2, …: this model's config numbers them its "
+                        f"own way (position_ids={model.config.position_ids!r}); pass "
+                        "positions=model.positions(ids) to rope_angles"),
+            _named_slip("_forward_tied", [forward(tied=True)],
+                        "yours reads the embedding table as the output head, but this config does not "
+                        "tie them (tie_embeddings=False): the head is model.head, a table of its own"))
 
 
 EXERCISES = [
