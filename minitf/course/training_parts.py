@@ -19,6 +19,7 @@ import torch
 
 from ..core.data import make_batch
 from . import my_parts
+from .check_report import CheckReport
 from .exercises import run_check
 from .feedback import ExerciseError
 from .lessons import pieces
@@ -122,17 +123,10 @@ def your_pieces(config) -> YourPieces:
                       model_check, training_check)
 
 
-@dataclass
-class TrainingCheck:
+@dataclass(repr=False)
+class TrainingCheck(CheckReport):
     """The outcome of `check`: each training piece that fails its exercise, with why."""
     broken: dict  # piece → the first lines of its check's message
-
-    @property
-    def ok(self) -> bool:
-        return not self.broken
-
-    def __repr__(self):
-        return str(self)
 
     def __str__(self):
         if self.ok:
