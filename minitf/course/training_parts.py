@@ -18,8 +18,8 @@ from typing import Callable
 import torch
 
 from ..core.data import make_batch
-from . import my_parts
 from .check_report import CheckReport
+from . import my_parts
 from .exercises import run_check
 from .feedback import ExerciseError
 from .lessons import pieces
