@@ -51,17 +51,19 @@ def _forward_slips(model, ids):
                 return h @ model.embed.weight.T + (model.head.bias if model.head.bias is not None else 0)
             return model.head(h)
 
-    return (_named_slip("_forward_no_final_norm", [forward(final=False)],
-                        "yours leaves out the final norm: a pre-norm model normalises the stream once "
-                        "more before the head (model.final_norm; a post-norm model has none, it is "
-                        "None)"),
-            _named_slip("_forward_positions", [forward(positions=False)],
-                        "yours numbers the positions 0, 1, 2, …: this model's config numbers them its "
-                        f"own way (position_ids={model.config.position_ids!r}); pass "
-                        "positions=model.positions(ids) to rope_angles"),
-            _named_slip("_forward_tied", [forward(tied=True)],
-                        "yours reads the embedding table as the output head, but this config does not "
-                        "tie them (tie_embeddings=False): the head is model.head, a table of its own"))
+    def slip(name, result, words):
+        return _named_slip(name, [result], words)
+
+    return (slip("_forward_no_final_norm", forward(final=False),
+                 "yours leaves out the final norm: a pre-norm model normalises the stream once more "
+                 "before the head (model.final_norm; a post-norm model has none, it is None)"),
+            slip("_forward_positions", forward(positions=False),
+                 "yours numbers the positions 0, 1, 2, …: this model's config numbers them its own way "
+                 f"(position_ids={model.config.position_ids!r}); pass positions=model.positions(ids) "
+                 "to rope_angles"),
+            slip("_forward_tied", forward(tied=True),
+                 "yours reads the embedding table as the output head, but this config does not tie "
+                 "them (tie_embeddings=False): the head is model.head, a table of its own"))
 
 
 EXERCISES = [
