@@ -129,6 +129,17 @@ def tiny_config(**changes):
     return minitf.Config(**{**base, **changes})
 
 
+# --- a learner's wrong piece that more than one check must name ---------------------------------------
+
+def attention_without_scale(q, k, v, mask):
+    """Attention that forgets to divide the scores by √head_dim."""
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    weights = scores.softmax(-1)
+    return weights @ v, weights
+
+
 # --- a notebook run with a learner's broken pieces saved -----------------------------------------------
 
 def outputs_text(cells) -> str:

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import minitf
+from support import attention_without_scale
 from minitf import parts, solutions
 
 ALL = parts.Parts(**{name: getattr(solutions, f"my_{name}") for name in parts.PIECES})
@@ -44,14 +45,6 @@ def test_an_unassembled_piece_stays_minitfs():
 
 
 # deliberately wrong pieces: the check must name exactly the broken one
-def attention_without_scale(q, k, v, mask):
-    scores = q @ k.transpose(-2, -1)
-    if mask is not None:
-        scores = scores.masked_fill(mask, float("-inf"))
-    w = scores.softmax(-1)
-    return w @ v, w
-
-
 def rope_split_halves(x, cos, sin):
     a, b = x.chunk(2, dim=-1)
     return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)

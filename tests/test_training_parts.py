@@ -1,6 +1,7 @@
 """The training core as the learner's pieces (notebook 08): each exercise names the usual slips, the
 learner's AdamW is torch's AdamW step by step, a broken training piece is named, 08's path runs
 with deliberately wrong pieces and names them, and 08's sentences about its run hold."""
+import inspect
 import math
 import re
 
@@ -338,7 +339,10 @@ def test_the_training_check_names_each_broken_training_piece(tmp_path, monkeypat
 
 # --- notebook 08's path with deliberately wrong pieces ---------------------------------------------
 
-WRONG_PIECES = '''
+# a learner's file of wrong pieces (a saved piece is read back from its source); the AdamW one is
+# the self-contained slip above
+WRONG_PIECES = inspect.getsource(adamw_forgetting_the_bias_correction) + '''
+
 def embed_in_float64(ids, table):  # right in float64; in float32 a product of two dtypes
     return torch.nn.functional.one_hot(ids, 256).double() @ table
 
@@ -346,14 +350,6 @@ def embed_in_float64(ids, table):  # right in float64; in float32 a product of t
 def loss_over_every_position(logits, targets):
     logp = torch.log_softmax(logits, -1)
     return -logp.gather(-1, targets.clamp(min=0)[..., None])[..., 0].mean()
-
-
-def adamw_without_bias_correction(param, grad, m, v, t, lr, betas, eps, weight_decay):
-    b1, b2 = betas
-    param = param * (1 - lr * weight_decay)
-    m = b1 * m + (1 - b1) * grad
-    v = b2 * v + (1 - b2) * grad ** 2
-    return param - lr * m / (v.sqrt() + eps), m, v
 
 
 def softmax_without_the_maximum(x):
@@ -396,7 +392,7 @@ def clipping_each_tensor_alone(parameters, max_norm):
 def test_notebook_08_with_wrong_pieces_names_each_and_still_trains(tmp_path, monkeypatch):
     text, cells = run_with_saved_pieces("08_assemble_your_model.ipynb", {
         "embed": "embed_in_float64", "output_loss": "loss_over_every_position",
-        "adamw": "adamw_without_bias_correction", "softmax": "softmax_without_the_maximum",
+        "adamw": "adamw_forgetting_the_bias_correction", "softmax": "softmax_without_the_maximum",
         "multi_head_attention": "heads_merged_without_transpose", "block": "block_without_residuals",
         "model_forward": "forward_without_the_final_norm", "clip_gradients": "clipping_each_tensor_alone"},
         WRONG_PIECES, tmp_path, monkeypatch)

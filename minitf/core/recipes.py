@@ -23,12 +23,20 @@ class Recipe:
     description: str  # one line: what it trains, and what it took here
 
 
+# shift-fast's layout, data and training (its stop and seed are its own); shift-long trains the same
+# longer, with RoPE frequencies for the task's period
+_SHIFT_FAST_RUN = {"task": "shift", "n_train": 10000, "repeats": 0.33, "position_ids": "coupled",
+                   "n_layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 128, "norm_position": "pre",
+                   "dropout": 0.0, "batch_size": 64, "lr": 1e-2, "warmup": 20, "steps": 300,
+                   "eval_every": 50, "n_val": 1000, "val_repeats": 0.33}
+# lm-fast's run; lm-long is the same training with 4 layers and 1,700 steps
+_LM_FAST = {"text": "data/text/tinyshakespeare.txt", "context": 64, "d_model": 64, "n_heads": 4,
+            "n_layers": 2, "d_ff": 256, "norm_position": "pre", "dropout": 0.0, "qk_norm": True,
+            "batch_size": 24, "optimizer": "muon", "lr": 1.5e-2, "muon_lr": 0.02, "embed_lr": 3.0,
+            "schedule": "wsd", "cooldown": 0.4, "warmup": 20, "steps": 340, "seed": 0}
+
 RECIPES = {r.name: r for r in [
-    Recipe("shift-fast",
-           {"task": "shift", "n_train": 10000, "repeats": 0.33, "position_ids": "coupled",
-            "n_layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 128, "norm_position": "pre",
-            "dropout": 0.0, "batch_size": 64, "lr": 1e-2, "warmup": 20, "steps": 300,
-            "eval_every": 50, "n_val": 1000, "val_repeats": 0.33, "target_exact": 0.998, "seed": 0},
+    Recipe("shift-fast", {**_SHIFT_FAST_RUN, "target_exact": 0.998, "seed": 0},
            "the fastest to >= 99.8 % exact match on 1,000 fresh held-out shift pairs (a third with "
            "repeated bytes): coupled position ids, 1 layer, 29,408 parameters; stops at its first "
            "evaluation that reaches it (step 150-200; 14x faster than --recipe shift, side by side; "
@@ -47,11 +55,8 @@ RECIPES = {r.name: r for r in [
     # length generalisation: trained on 1-12 bytes, right on 13-24 too (bench/length_study.py, arm
     # "fast, ω=2π/27"); data/checkpoints/shift_long.pt is its run, tests/test_length.py checks it
     Recipe("shift-long",
-           {"task": "shift", "n_train": 10000, "repeats": 0.33, "position_ids": "coupled",
-            "n_layers": 1, "d_model": 32, "n_heads": 2, "d_ff": 128, "norm_position": "pre",
-            "dropout": 0.0, "batch_size": 64, "lr": 1e-2, "warmup": 20, "steps": 600,
-            "eval_every": 200, "n_val": 1000, "val_repeats": 0.33,
-            "rope_freqs": [TWO_PI_27] * 4 + [1e-4] * 4, "seed": 0},
+           {**_SHIFT_FAST_RUN, "steps": 600, "eval_every": 200, "rope_freqs": [TWO_PI_27] * 4 + [1e-4] * 4,
+            "seed": 0},
            "shift-fast's layout with RoPE frequencies for the task's period (2π/27 rad/position, "
            "so offsets up to 26 do not alias, and a near-zero one): trained on inputs of 1-12 "
            "bytes, >= 99 % exact match on fresh 13-24-byte inputs too (3 of 3 seeds); 29,408 "
@@ -81,11 +86,7 @@ RECIPES = {r.name: r for r in [
            "about 1.77 nats per byte after about 65 s of CPU on a 2-core AMD EPYC"),
     # the fastest measured to nanoGPT's CPU mark (1.89 nats per byte on the last 10 %);
     # bench/lm_fast.py's arm "lm-fast" (its FAST), data/checkpoints/lm_fast.pt is its seed-0 run
-    Recipe("lm-fast",
-           {"text": "data/text/tinyshakespeare.txt", "context": 64, "d_model": 64, "n_heads": 4,
-            "n_layers": 2, "d_ff": 256, "norm_position": "pre", "dropout": 0.0, "qk_norm": True,
-            "batch_size": 24, "optimizer": "muon", "lr": 1.5e-2, "muon_lr": 0.02, "embed_lr": 3.0,
-            "schedule": "wsd", "cooldown": 0.4, "warmup": 20, "steps": 340, "seed": 0},
+    Recipe("lm-fast", _LM_FAST,
            "the language model fastest to nanoGPT's CPU mark (<= 1.89 nats per byte on the last "
            "10 % of tiny Shakespeare): 2 layers with QK-norm, Muon for the blocks' matrices, a "
            "warm-up-stable-decay schedule; 133,184 parameters, 340 steps (about 10 s of training CPU "
@@ -93,11 +94,7 @@ RECIPES = {r.name: r for r in [
            "the time of nanoGPT's own CPU quick-start there)"),
     # as low as it goes in about nanoGPT's CPU time (87 s): lm-fast's
     # training with 4 layers and 1,700 steps; RECIPE.md gives its 3 seeds (not tuned further)
-    Recipe("lm-long",
-           {"text": "data/text/tinyshakespeare.txt", "context": 64, "d_model": 64, "n_heads": 4,
-            "n_layers": 4, "d_ff": 256, "norm_position": "pre", "dropout": 0.0, "qk_norm": True,
-            "batch_size": 24, "optimizer": "muon", "lr": 1.5e-2, "muon_lr": 0.02, "embed_lr": 3.0,
-            "schedule": "wsd", "cooldown": 0.4, "warmup": 20, "steps": 1700, "seed": 0},
+    Recipe("lm-long", {**_LM_FAST, "n_layers": 4, "steps": 1700},
            "lm-fast's training for about nanoGPT's CPU time (85-87 s of training CPU on a 2-core AMD "
            "EPYC; the whole command 141 s of CPU on a quiet 2-core Intel Xeon): 4 layers, 233,216 "
            "parameters, 1,700 steps; about 1.61 nats per byte"),

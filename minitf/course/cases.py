@@ -3,8 +3,9 @@
 One helper makes the random numbers of every case (`random_case`), so a case is the same on every
 machine, and one comparison (`same`) decides whether a learner's result is what a known slip
 computes, so every exercise recognises slips to the same tolerance (`first_slip` for a result,
-`driven_slips` for the numbers a driver reads off a piece that acts: a training step, a loop).
-`numbers` and `tiny_model` are what those drivers measure and train.
+`named_slip` for one slip's several results, `driven_slips` for the numbers a driver reads off a
+piece that acts: a training step, a loop). `numbers` and `tiny_model` are what those drivers
+measure and train; `split_heads` and `merge_heads` are the plumbing every attention slip shares.
 """
 from __future__ import annotations
 
@@ -35,11 +36,20 @@ def same(got, candidate) -> bool:
                                equal_nan=True))
 
 
-def first_slip(slips) -> Callable:
-    """A recogniser (got, expected) -> the words of the first (result, words) slip equal to yours."""
+def first_slip(slips, name: str = "") -> Callable:
+    """A recogniser (got, expected) -> the words of the first (result, words) slip equal to yours.
+    `name` is the diagnosis it reports, its key in the exercise's hints_by_diagnosis."""
     def recognise(got, expected):
         return next((words for result, words in slips if same(got, result)), None)
+    if name:
+        recognise.__name__ = name
     return recognise
+
+
+def named_slip(name: str, results, words: str) -> Callable:
+    """One slip, `name` in hints_by_diagnosis: yours equal to any of its results (a wrong forward's
+    output, or its weights) gets `words`."""
+    return first_slip([(result, words) for result in results], name)
 
 
 def driven_slips(name: str, results: list[tuple[object, str]], reference: tuple | None = None) -> Callable:
@@ -58,6 +68,18 @@ def driven_slips(name: str, results: list[tuple[object, str]], reference: tuple 
         return None
     recognise.__name__ = name
     return recognise
+
+
+def split_heads(t: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(B, T, H·hd) → (B, H, T, hd): each position's vector cut into its heads."""
+    B, T, C = t.shape
+    return t.view(B, T, n_heads, C // n_heads).transpose(1, 2)
+
+
+def merge_heads(y: torch.Tensor) -> torch.Tensor:
+    """(B, H, T, hd) → (B, T, H·hd): the heads side by side again."""
+    B, H, T, hd = y.shape
+    return y.transpose(1, 2).reshape(B, T, H * hd)
 
 
 def numbers(values, dtype=torch.float64):

@@ -24,6 +24,7 @@ from ..core.ffn import FeedForward
 from ..core.model import Block, Transformer
 from ..core.norms import LayerNorm, RMSNorm
 from ..core.tokens import TAB
+from .check_report import CheckReport
 from .exercises import run_check
 from .feedback import ExerciseError
 from .my_parts import PIECES, Parts, calling, folder, mine, save  # noqa: F401  (minitf.parts.mine, …)
@@ -203,8 +204,8 @@ def yours() -> Parts:
 
 # --- does your model compute minitf's function? ----------------------------------------------------
 
-@dataclass
-class PartsCheck:
+@dataclass(repr=False)
+class PartsCheck(CheckReport):
     """The outcome of `check`: the largest logit difference, and the pieces that cause one.
 
     max_diff is the float64 model's (inf when it gave no logits: `problem` says why); float32 is
@@ -225,9 +226,6 @@ class PartsCheck:
     @property
     def ok(self) -> bool:
         return not self.broken and self.max_diff <= self.tolerance and self.float32_ok
-
-    def __repr__(self):  # a notebook cell ending in check(...) shows the sentence, not the fields
-        return str(self)
 
     def __str__(self):
         agree = f"every one within {self.tolerance:.0e}"

@@ -30,6 +30,7 @@ from ..core.config import Config
 from ..core.generate import check_sampling, continue_ids, generate_text, next_byte_probs, sample
 from ..core.model import Transformer
 from ..core.tokens import to_bytes
+from .check_report import CheckReport
 from .exercises import run_check
 from .feedback import ExerciseError
 from .parts import Parts, PartsCheck, YourAttention, _swap, assemble, check, yours
@@ -128,8 +129,8 @@ def _exercise_says(name: str, fn: Callable) -> str:
     return ""
 
 
-@dataclass
-class SpeakingCheck:
+@dataclass(repr=False)
+class SpeakingCheck(CheckReport):
     """What `check_speaking` found. Differences are largest absolute ones; `scale` is the largest
     logit magnitude the float32 comparison is relative to."""
     logits32: float
@@ -154,13 +155,6 @@ class SpeakingCheck:
     @property
     def tolerance32(self) -> float:
         return FLOAT32_RELATIVE * max(self.scale, 1e-6)
-
-    @property
-    def ok(self) -> bool:
-        return not self.broken
-
-    def __repr__(self):
-        return str(self)
 
     def __str__(self):
         # a passing line states its bound, not the rounding-level difference (that differs between

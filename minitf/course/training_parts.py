@@ -18,6 +18,7 @@ from typing import Callable
 import torch
 
 from ..core.data import make_batch
+from .check_report import CheckReport
 from . import my_parts
 from .exercises import optional_stand_ins, run_check
 from .feedback import ExerciseError
@@ -123,17 +124,10 @@ def your_pieces(config) -> YourPieces:
                       model_check, training_check)
 
 
-@dataclass
-class TrainingCheck:
+@dataclass(repr=False)
+class TrainingCheck(CheckReport):
     """The outcome of `check`: each training piece that fails its exercise, with why."""
     broken: dict  # piece → the first lines of its check's message
-
-    @property
-    def ok(self) -> bool:
-        return not self.broken
-
-    def __repr__(self):
-        return str(self)
 
     def __str__(self):
         if self.ok:

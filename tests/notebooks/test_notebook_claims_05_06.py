@@ -244,24 +244,27 @@ def test_11_explorer_claims_where_the_smallest_solver_looks():
     assert model.config.n_heads == model.config.n_layers == 1
 
 
-@pytest.mark.slow
-def test_05_watch_it_learn_with_the_usual_ids_finds_no_source():
-    """05's "Try this": the view's model, data and start with the usual ids: the attention on the
-    source byte stays near 20 % and no output is right."""
+def watch_it_learn(numbering: str = ""):
+    """05's "Watch it learn" view (its model, data and start) trained as the cell trains it, with
+    `numbering` chosen in its widget first if given: (the view, its history). Run it under the
+    one_thread fixture, as the notebook is run."""
     from minitf.views.training_view import TrainingView
 
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        train, val = minitf.data.make_splits("shift", 10000, 200, repeats=0.33, val_repeats=0.33)
-        small = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre",
-                              dropout=0.0, rope_base=20.0, position_ids="coupled", tie_embeddings=True)
-        view = TrainingView(small, train, val, minitf.Pair(b"Hello, 42", minitf.shift_bytes(b"Hello, 42")),
-                            steps=300, every=50, lr=4e-2)
-        view.numbering.value = "sequence"
-        history = view.train()
-    finally:
-        torch.set_num_threads(before)
+    train, val = minitf.data.make_splits("shift", 10000, 200, repeats=0.33, val_repeats=0.33)
+    small = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre",
+                          dropout=0.0, rope_base=20.0, position_ids="coupled", tie_embeddings=True)
+    view = TrainingView(small, train, val, minitf.Pair(b"Hello, 42", minitf.shift_bytes(b"Hello, 42")),
+                        steps=300, every=50, lr=4e-2)
+    if numbering:
+        view.numbering.value = numbering
+    return view, view.train()
+
+
+@pytest.mark.slow
+def test_05_watch_it_learn_with_the_usual_ids_finds_no_source(one_thread):
+    """05's "Try this": the view's model, data and start with the usual ids: the attention on the
+    source byte stays near 20 % and no output is right."""
+    view, history = watch_it_learn("sequence")
     assert view.model.config.positions.position_ids == "sequence"
     assert all(v["exact_match"] == 0 for v in history.val)
     assert all(0.1 < m < 0.3 for m in view.mass[-1][0].tolist())
@@ -407,24 +410,12 @@ def test_05_watch_it_learn_looking_comes_before_exact_match():
 
 
 @pytest.mark.slow
-def test_05_watch_it_learn_holds_live_on_this_cpu():
+def test_05_watch_it_learn_holds_live_on_this_cpu(one_thread):
     """The cell that prints the view's run is nbval-ignore-output: a float32 run's middle steps move
     in their last digits between CPUs (a start one ulp away, MINITF_PERTURB=1, moved step 150 from
     55 % to 58 % whole outputs right). So the same run is trained here, on this machine, and the
     sentences of the reveal must hold for it too, not only for the stored one."""
-    from minitf.views.training_view import TrainingView
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        train, val = minitf.data.make_splits("shift", 10000, 200, repeats=0.33, val_repeats=0.33)
-        small = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre",
-                              dropout=0.0, rope_base=20.0, position_ids="coupled", tie_embeddings=True)
-        view = TrainingView(small, train, val, minitf.Pair(b"Hello, 42", minitf.shift_bytes(b"Hello, 42")),
-                            steps=300, every=50, lr=4e-2)
-        history = view.train()
-    finally:
-        torch.set_num_threads(before)
+    view, history = watch_it_learn()
     at = {v["step"]: (v, float(m[0].min())) for v, m in zip(history.val, view.mass)}
     assert 4.01 < at[50][0]["loss"] < 4.38 and at[50][1] < 0.6
     assert at[100][1] >= 0.9 and at[100][0]["exact_match"] < 0.1 and 0.4 < at[100][0]["char_accuracy"] < 0.7

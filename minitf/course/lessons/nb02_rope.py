@@ -4,25 +4,22 @@ from __future__ import annotations
 import torch
 
 from ...core.rope import apply_rope, rope_angles, rope_frequencies
-from ..cases import first_slip as _first_slip, random_case as _rand
+from ..cases import named_slip as _named_slip, random_case as _rand
 from ..declaration import Exercise
 
 
 def _rope_slips(x, cos, sin):
     """The rotation by −angle, cos and sin swapped, or the pairs taken as the two halves."""
-    backwards = _first_slip([(apply_rope(x, cos, -sin), "yours turns every pair the wrong way, by −angle: "
-                              "(a·cos + b·sin, −a·sin + b·cos); the turn by +angle is (a·cos − b·sin, "
-                              "a·sin + b·cos)")])
-    backwards.__name__ = "_turned_backwards"
-    swapped = _first_slip([(apply_rope(x, sin, cos), "yours uses sin where cos goes and cos where sin "
-                            "goes: a·cos − b·sin, a·sin + b·cos")])
-    swapped.__name__ = "_cos_sin_swapped"
     a, b = x.chunk(2, dim=-1)
-    halves = _first_slip([(torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1),
-                           "yours pairs dimension i with dimension i + head_dim/2 (the two halves of the "
-                           "vector); pair i is the neighbours (2i, 2i+1)")])
-    halves.__name__ = "_halves_paired"
-    return (backwards, swapped, halves)
+    return (_named_slip("_turned_backwards", [apply_rope(x, cos, -sin)],
+                        "yours turns every pair the wrong way, by −angle: (a·cos + b·sin, −a·sin + "
+                        "b·cos); the turn by +angle is (a·cos − b·sin, a·sin + b·cos)"),
+            _named_slip("_cos_sin_swapped", [apply_rope(x, sin, cos)],
+                        "yours uses sin where cos goes and cos where sin goes: a·cos − b·sin, "
+                        "a·sin + b·cos"),
+            _named_slip("_halves_paired", [torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)],
+                        "yours pairs dimension i with dimension i + head_dim/2 (the two halves of the "
+                        "vector); pair i is the neighbours (2i, 2i+1)"))
 
 
 def _rope_case(B, H, T, hd, seed):

@@ -8,7 +8,8 @@ from torch import nn
 from ...core.attention import MultiHeadAttention, attention, causal_mask
 from ...core.config import Config
 from ...core.rope import apply_rope, rope_angles
-from ..cases import first_slip as _first_slip, random_case as _rand
+from ..cases import (merge_heads as _merge_heads, named_slip as _named_slip, random_case as _rand,
+                     split_heads as _split_heads)
 from ..declaration import Exercise
 
 
@@ -76,47 +77,40 @@ def _mha_slips(attn, x, cos, sin):
     """The module's forward with one step wrong, computed with minitf's own pieces."""
     B, T, _ = x.shape
     H, hd = attn.n_heads, attn.head_dim
-    split = lambda t: t.view(B, T, H, hd).transpose(1, 2)
-    merge = lambda y: y.transpose(1, 2).reshape(B, T, H * hd)
-    rope = lambda t: apply_rope(t, cos, sin)
 
-    def forward(split=split, merge=merge, out=True, mask=True, swap_kv=False, rotate=True):
+    def forward(split=lambda t: _split_heads(t, H), merge=_merge_heads, out=True, mask=True,
+                swap_kv=False, rotate=True):
         with torch.no_grad():
             q, k, v = (split(t) for t in attn.qkv(x).split(H * hd, dim=-1))
             if swap_kv:
                 k, v = v, k
             if rotate:
-                q, k = rope(q), rope(k)
+                q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
             y, w = attention(q, k, v, causal_mask(T) if mask else None)
             y = merge(y)
             return (attn.out(y) if out else y), w
 
-    def slip(name, result, words):
-        recognise = _first_slip([(result[0], words), (result[1], words)])
-        recognise.__name__ = name
-        return recognise
-
     return (
-        slip("_mha_merge", forward(merge=lambda y: y.reshape(B, T, H * hd)),
-             "yours merges the heads without moving the head dimension back: y is (B, H, T, hd), "
-             "so y.reshape(B, T, H·hd) mixes positions and heads. y.transpose(1, 2) first, then "
-             "reshape"),
-        slip("_mha_split", forward(split=lambda t: t.reshape(B, H, T, hd)),
-             "yours splits the heads with a view to (B, H, T, hd) straight from (B, T, H·hd): that "
-             "cuts the positions, not each position's vector. view(B, T, H, hd), then "
-             "transpose(1, 2)"),
-        slip("_mha_no_out", forward(out=False),
-             "yours leaves out the output projection: the merged heads go through attn.out (W_O), "
-             "which mixes them"),
-        slip("_mha_no_mask", forward(mask=False),
-             "yours attends without the causal mask: every position sees its future. Pass "
-             "my_causal_mask(T) to your attention"),
-        slip("_mha_kv_swapped", forward(swap_kv=True),
-             "yours swaps K and V: attn.qkv(x) holds [q, k, v] in this order along the last "
-             "dimension"),
-        slip("_mha_no_rope", forward(rotate=False),
-             "yours leaves out RoPE: q and k are rotated (attn.rotate(q, cos, sin)) after the split "
-             "and before the scores; v is not"))
+        _named_slip("_mha_merge", forward(merge=lambda y: y.reshape(B, T, H * hd)),
+                    "yours merges the heads without moving the head dimension back: y is (B, H, T, "
+                    "hd), so y.reshape(B, T, H·hd) mixes positions and heads. y.transpose(1, 2) "
+                    "first, then reshape"),
+        _named_slip("_mha_split", forward(split=lambda t: t.reshape(B, H, T, hd)),
+                    "yours splits the heads with a view to (B, H, T, hd) straight from (B, T, H·hd): "
+                    "that cuts the positions, not each position's vector. view(B, T, H, hd), then "
+                    "transpose(1, 2)"),
+        _named_slip("_mha_no_out", forward(out=False),
+                    "yours leaves out the output projection: the merged heads go through attn.out "
+                    "(W_O), which mixes them"),
+        _named_slip("_mha_no_mask", forward(mask=False),
+                    "yours attends without the causal mask: every position sees its future. Pass "
+                    "my_causal_mask(T) to your attention"),
+        _named_slip("_mha_kv_swapped", forward(swap_kv=True),
+                    "yours swaps K and V: attn.qkv(x) holds [q, k, v] in this order along the last "
+                    "dimension"),
+        _named_slip("_mha_no_rope", forward(rotate=False),
+                    "yours leaves out RoPE: q and k are rotated (attn.rotate(q, cos, sin)) after the "
+                    "split and before the scores; v is not"))
 
 
 EXERCISES = [

@@ -10,14 +10,15 @@ from ...core.ffn import FeedForward
 from ...core.model import Block
 from ...core.norms import LayerNorm, RMSNorm
 from ...core.rope import rope_angles
-from ..cases import first_slip as _first_slip, random_case as _rand
+from ..cases import first_slip as _first_slip, named_slip as _named_slip, random_case as _rand
 from ..declaration import Exercise
 
 
 def _norm_slips(x, weight, bias, eps):
     """LayerNorm's γ and β left out, swapped or applied in the wrong order."""
     mean = x.mean(-1, keepdim=True)
-    x_hat = (x - mean) / torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True) + eps)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)
+    x_hat = (x - mean) / torch.sqrt(var + eps)
     slips = [(x_hat, "yours is the normalised x̂ without γ and β: LayerNorm ends with × weight (γ) "
                      "+ bias (β), the two numbers per feature it learns"),
              (x_hat * weight, "yours multiplies by γ (weight) but leaves β (bias) out: add the bias at "
@@ -27,25 +28,20 @@ def _norm_slips(x, weight, bias, eps):
              (x_hat * bias + weight, "yours swaps γ and β: multiply by weight (γ), then add bias (β)"),
              ((x_hat + bias) * weight, "yours adds β before multiplying by γ: it is x̂ · γ + β, in that "
                                        "order")]
-    gamma_beta = _first_slip(slips)
-    gamma_beta.__name__ = "_gamma_beta"
-    outside = _first_slip([((x - mean) / (torch.sqrt(((x - mean) ** 2).mean(-1, keepdim=True)) + eps)
-                            * weight + bias, "yours adds eps after the square root, sqrt(var) + eps: "
-                                             "it goes inside, sqrt(var + eps)")])
-    outside.__name__ = "_eps_outside_sqrt"
-    return (gamma_beta, outside)
+    return (_first_slip(slips, "_gamma_beta"),
+            _named_slip("_eps_outside_sqrt", [(x - mean) / (torch.sqrt(var) + eps) * weight + bias],
+                        "yours adds eps after the square root, sqrt(var) + eps: it goes inside, "
+                        "sqrt(var + eps)"))
 
 
 def _rms_slips(x, weight, eps):
     """RMSNorm's γ left out, or eps added after the square root."""
-    gamma = _first_slip([(x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps),
-                          "yours is x / rms without γ: multiply by weight (γ) at the end")])
-    gamma.__name__ = "_gamma_beta"
-    outside = _first_slip([(x / (torch.sqrt((x ** 2).mean(-1, keepdim=True)) + eps) * weight,
-                            "yours adds eps after the square root, sqrt(mean(x²)) + eps: it goes "
-                            "inside, sqrt(mean(x²) + eps)")])
-    outside.__name__ = "_eps_outside_sqrt"
-    return (gamma, outside)
+    mean_square = (x ** 2).mean(-1, keepdim=True)
+    return (_named_slip("_gamma_beta", [x / torch.sqrt(mean_square + eps)],
+                        "yours is x / rms without γ: multiply by weight (γ) at the end"),
+            _named_slip("_eps_outside_sqrt", [x / (torch.sqrt(mean_square) + eps) * weight],
+                        "yours adds eps after the square root, sqrt(mean(x²)) + eps: it goes "
+                        "inside, sqrt(mean(x²) + eps)"))
 
 
 def _ffn_slips(x, w_up, b_up, w_down, b_down):
@@ -61,15 +57,13 @@ def _ffn_slips(x, w_up, b_up, w_down, b_down):
                                         "hidden @ w_down.T + b_down"),
         (down(torch.relu(x @ w_up.T) + b_up), "yours adds b_up after the ReLU: it belongs to the first "
                                               "map, inside the ReLU"),
-    ])
-    bias.__name__ = "_ffn_bias"
+    ], "_ffn_bias")
     relu = _first_slip([
         (torch.relu(down(up())), "yours puts the ReLU after the second map: it goes between the two"),
         (torch.relu(down(torch.relu(up()))), "yours has a second ReLU after the second map: only one, "
                                              "between the two"),
         (down(up()), "yours has no ReLU: without it the two maps are one linear map"),
-    ])
-    relu.__name__ = "_relu_placement"
+    ], "_relu_placement")
     return (bias, relu)
 
 
@@ -117,26 +111,23 @@ def _swiglu_reference(x, w_up, w_gate, w_down):
 def _swiglu_slips(x, w_up, w_gate, w_down):
     up, gate = x @ w_up.T, x @ w_gate.T
     down = lambda h: h @ w_down.T
-    swapped = _first_slip([(down(F.silu(gate) * up), (
+    swapped = _named_slip("_swiglu_swapped", [down(F.silu(gate) * up)], (
         "yours puts the SiLU on the gate branch and leaves up linear: here SiLU goes on up "
         "(x @ w_up.T) and the gate (x @ w_gate.T) multiplies it as it is. (LLaMA's code names the "
-        "two the other way round, gate_proj activated: the same function with the names swapped)"))])
-    swapped.__name__ = "_swiglu_swapped"
+        "two the other way round, gate_proj activated: the same function with the names swapped)"))
     no_gate = _first_slip([
         (down(F.silu(up)), "yours leaves out the gate: down(silu(up x)) is the plain two-matrix FFN "
                            "with SiLU; SwiGLU multiplies silu(up x) by gate x, element by element"),
         (down(F.silu(gate)), "yours leaves out up and applies SiLU to the gate alone: SwiGLU is "
                              "silu(x @ w_up.T) * (x @ w_gate.T)"),
         (down(up * gate), "yours has no SiLU: up x ⊙ gate x alone is a bilinear map; SwiGLU is "
-                          "silu(up x) ⊙ gate x")])
-    no_gate.__name__ = "_swiglu_no_gate"
+                          "silu(up x) ⊙ gate x")], "_swiglu_no_gate")
     activation = _first_slip([
         (down(torch.relu(up) * gate), "yours uses ReLU where SwiGLU uses SiLU, x·σ(x) (F.silu)"),
         (down(torch.sigmoid(up) * gate), "yours uses the sigmoid σ(x) (that is GLU); SiLU is x·σ(x), "
                                          "F.silu"),
         (down(F.silu(up * gate)), "yours applies SiLU after multiplying: SiLU goes on up x alone, "
-                                  "then the product with gate x")])
-    activation.__name__ = "_swiglu_activation"
+                                  "then the product with gate x")], "_swiglu_activation")
     return (swapped, no_gate, activation)
 
 
@@ -180,9 +171,7 @@ def _block_slips(block, h, cos, sin):
 
     def slip(name, result, words, on_weights=True):  # on_weights=False: named by h alone (two
         # slips that differ only in h would otherwise share the same wrong weights)
-        recognise = _first_slip([(result[0], words)] + ([(result[1], words)] if on_weights else []))
-        recognise.__name__ = name
-        return recognise
+        return _named_slip(name, result if on_weights else result[:1], words)
 
     this, other = (pre, post) if block.pre_norm else (post, pre)
     layout = "pre-norm" if block.pre_norm else "post-norm"

@@ -59,57 +59,59 @@ def drive_loop(fn, model, batches, val, steps, eval_every):
             _numbers(val_losses, dtype), weights)
 
 
+# The slips below are a learner's loop with one thing wrong; they share the plumbing that each
+# writes right: setting the rate, recording a step, validating after every eval_every steps.
+
+def _set_rate(optimizer, rate):
+    for group in optimizer.param_groups:
+        group["lr"] = rate
+
+
+def _record(history, loss, rate):
+    history["loss"].append(loss.item())
+    history["lr"].append(rate)
+
+
+def _validate_after(step, eval_every, evaluate, model, history):
+    if (step + 1) % eval_every == 0:
+        history["val"].append({"step": step + 1, **evaluate(model)})
+
+
 def _loop_lr_after_step(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate):
     history = {"loss": [], "lr": [], "val": []}
     for step in range(steps):
-        ids, targets = next_batch()
-        loss = step_fn(model, optimizer, ids, targets)
-        for group in optimizer.param_groups:
-            group["lr"] = schedule(step)
-        history["loss"].append(loss.item())
-        history["lr"].append(schedule(step))
-        if (step + 1) % eval_every == 0:
-            history["val"].append({"step": step + 1, **evaluate(model)})
+        loss = step_fn(model, optimizer, *next_batch())
+        _set_rate(optimizer, schedule(step))  # the slip: after the step, which ran at the last rate
+        _record(history, loss, schedule(step))
+        _validate_after(step, eval_every, evaluate, model, history)
     return history
 
 
 def _loop_lr_not_set(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate):
     history = {"loss": [], "lr": [], "val": []}
-    for step in range(steps):
-        ids, targets = next_batch()
-        loss = step_fn(model, optimizer, ids, targets)
-        history["loss"].append(loss.item())
-        history["lr"].append(schedule(step))
-        if (step + 1) % eval_every == 0:
-            history["val"].append({"step": step + 1, **evaluate(model)})
+    for step in range(steps):  # the slip: no _set_rate, the rate is only recorded
+        _record(history, step_fn(model, optimizer, *next_batch()), schedule(step))
+        _validate_after(step, eval_every, evaluate, model, history)
     return history
 
 
 def _loop_one_batch(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate):
     history = {"loss": [], "lr": [], "val": []}
-    ids, targets = next_batch()
+    ids, targets = next_batch()  # the slip: one batch, drawn before the loop
     for step in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = schedule(step)
-        loss = step_fn(model, optimizer, ids, targets)
-        history["loss"].append(loss.item())
-        history["lr"].append(schedule(step))
-        if (step + 1) % eval_every == 0:
-            history["val"].append({"step": step + 1, **evaluate(model)})
+        _set_rate(optimizer, schedule(step))
+        _record(history, step_fn(model, optimizer, ids, targets), schedule(step))
+        _validate_after(step, eval_every, evaluate, model, history)
     return history
 
 
 def _loop_validate_at_0(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate):
     history = {"loss": [], "lr": [], "val": []}
     for step in range(steps):
-        if step % eval_every == 0:
+        if step % eval_every == 0:  # the slip: before steps 0, eval_every, …, counted from 0
             history["val"].append({"step": step, **evaluate(model)})
-        for group in optimizer.param_groups:
-            group["lr"] = schedule(step)
-        ids, targets = next_batch()
-        loss = step_fn(model, optimizer, ids, targets)
-        history["loss"].append(loss.item())
-        history["lr"].append(schedule(step))
+        _set_rate(optimizer, schedule(step))
+        _record(history, step_fn(model, optimizer, *next_batch()), schedule(step))
     return history
 
 

@@ -81,38 +81,30 @@ def drive_step(fn, model, ids, targets, clip):
     return _numbers(losses, dtype), torch.stack(weights)
 
 
-def _step_no_zero_grad(model, optimizer, ids, targets, loss_fn, clip):
-    loss = loss_fn(model(ids), targets)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-    optimizer.step()
-    return loss
+def _step_in_order(*actions):
+    """A learner's step that does these actions in this order; the right order is zero_grad, loss,
+    backward, clip, step (my_train_step), and each slip below leaves one out or moves one."""
+    def train_step(model, optimizer, ids, targets, loss_fn, clip):
+        loss = None
+        for action in actions:
+            if action == "zero_grad":
+                optimizer.zero_grad()
+            elif action == "loss":
+                loss = loss_fn(model(ids), targets)
+            elif action == "backward":
+                loss.backward()
+            elif action == "clip":
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            elif action == "step":
+                optimizer.step()
+        return loss
+    return train_step
 
 
-def _step_no_clip(model, optimizer, ids, targets, loss_fn, clip):
-    optimizer.zero_grad()
-    loss = loss_fn(model(ids), targets)
-    loss.backward()
-    optimizer.step()
-    return loss
-
-
-def _step_before_backward(model, optimizer, ids, targets, loss_fn, clip):
-    optimizer.zero_grad()
-    loss = loss_fn(model(ids), targets)
-    optimizer.step()
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-    return loss
-
-
-def _step_clip_after_step(model, optimizer, ids, targets, loss_fn, clip):
-    optimizer.zero_grad()
-    loss = loss_fn(model(ids), targets)
-    loss.backward()
-    optimizer.step()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-    return loss
+_step_no_zero_grad = _step_in_order("loss", "backward", "clip", "step")
+_step_no_clip = _step_in_order("zero_grad", "loss", "backward", "step")
+_step_before_backward = _step_in_order("zero_grad", "loss", "step", "backward", "clip")
+_step_clip_after_step = _step_in_order("zero_grad", "loss", "backward", "step", "clip")
 
 
 def _step_slips(model, ids, targets, clip):

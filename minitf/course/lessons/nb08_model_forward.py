@@ -6,7 +6,7 @@ import torch
 from ...core.config import Config
 from ...core.model import Transformer
 from ...core.rope import rope_angles
-from ..cases import first_slip as _first_slip, random_case as _rand
+from ..cases import named_slip as _named_slip, random_case as _rand
 from ..declaration import Exercise
 
 
@@ -52,9 +52,7 @@ def _forward_slips(model, ids):
             return model.head(h)
 
     def slip(name, result, words):
-        recognise = _first_slip([(result, words)])
-        recognise.__name__ = name
-        return recognise
+        return _named_slip(name, [result], words)
 
     return (slip("_forward_no_final_norm", forward(final=False),
                  "yours leaves out the final norm: a pre-norm model normalises the stream once more "

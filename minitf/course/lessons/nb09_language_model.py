@@ -20,7 +20,7 @@ from ...core.config import Config
 from ...core.generate import next_byte_probs, next_token, picker
 from ...core.kv_cache import LayerCache
 from ...core.rope import rope_angles
-from ..cases import random_case, same
+from ..cases import merge_heads, random_case, same, split_heads
 from ..declaration import Exercise
 
 # --- next_byte_probs ---------------------------------------------------------------------------------
@@ -144,11 +144,9 @@ def cached_attention_reference(attn, x, keys, values):
 
 def _step_variant(attn, x, keys, values, *, rope_at_zero=False, mask="causal", over_cached=True):
     """The cached step written out, with one slip switched on (none: the right answer)."""
-    B, T, _ = x.shape
-    H, hd = attn.n_heads, attn.head_dim
+    T, H, hd = x.size(1), attn.n_heads, attn.head_dim
     start = keys.size(2)
-    q, k, v = attn.qkv(x).split(H * hd, dim=-1)
-    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))
+    q, k, v = (split_heads(t, H) for t in attn.qkv(x).split(H * hd, dim=-1))
     cos, sin = rope_angles(attn.inv_freq, T, offset=0 if rope_at_zero else start)
     q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
     all_k, all_v = torch.cat([keys, k], 2), torch.cat([values, v], 2)
@@ -158,7 +156,7 @@ def _step_variant(attn, x, keys, values, *, rope_at_zero=False, mask="causal", o
         y, _ = attention(q, all_k, all_v, rows)
     else:  # the new queries see only the new keys
         y, _ = attention(q, k, v, causal_mask(T))
-    out = attn.out(y.transpose(1, 2).reshape(B, T, H * hd))
+    out = attn.out(merge_heads(y))
     return out, all_k, all_v
 
 
