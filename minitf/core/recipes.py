@@ -108,7 +108,8 @@ RECIPES = {r.name: r for r in [
             "eval_every": 400, "threads": 2, "seed": 0},
            "as low as it goes in ten minutes of two CPU cores: 6 layers 128 wide with QK-norm, "
            "windows of 256 bytes, Muon, weight decay 0.1 and dropout 0.05 against overfitting "
-           "the 1 MB text; 1,256,064 parameters, 1,600 steps on 2 threads"),
+           "the 1 MB text; 1,256,064 parameters, 1,600 steps on 2 threads (the whole command: 9 min 39 s "
+           "of wall time on a 2-core AMD EPYC, seed 0)"),
 ]}
 
 
