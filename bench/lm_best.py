@@ -83,8 +83,9 @@ def score(path: Path) -> dict:
             "params": minitf.count_parameters(model)}
 
 
-def run_one(flags: list[str], seed: int, work: Path, quick: bool) -> dict:
-    out = work / f"lm_best_{abs(hash(tuple(flags))) % 10**8}_{seed}.pt"
+def run_one(name: str, flags: list[str], seed: int, work: Path, quick: bool) -> dict:
+    slug = "".join(c if c.isalnum() else "_" for c in name).strip("_")
+    out = work / f"{slug}_seed{seed}.pt"
     cmd = [sys.executable, "-m", "minitf", "train", "--recipe", "lm-best", "--seed", str(seed),
            *flags, *(["--steps", "30", "--eval-every", "10"] if quick else []),
            "--no-progress", "--force", "--out", str(out)]
@@ -156,7 +157,7 @@ def main(argv=None) -> int:
             entry = doc["arms"].setdefault(name, {"flags": flags, "runs": []})
             entry["flags"] = flags
             spec = {"recipe": recipe, "flags": flags, "seed": seed, "quick": args.quick}
-            r, new = store.run(entry["runs"], spec, lambda: run_one(flags, seed, args.work, args.quick),
+            r, new = store.run(entry["runs"], spec, lambda: run_one(name, flags, seed, args.work, args.quick),
                                replaces=lambda old: old["seed"] == seed)
             if new:
                 print(f"{name} seed {seed}: {r['val_loss']:.4f} tiled, {r['val_loss_random_windows']:.4f} "

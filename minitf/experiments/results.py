@@ -10,6 +10,7 @@ their readers under one name:
     minitf.results.plot_growth_verdict()         # growth_verdict.py (07)
     minitf.results.load_lm_fast()                # lm_fast.py (14)
     minitf.results.load_lm_envelope()            # lm_envelope.py (13, 14)
+    minitf.results.load_lm_best()                # lm_best.py (14)
     minitf.results.load_norm_position()          # norm_position.py (04)
 
 The results travel with the package: `make bench` writes them into `minitf/experiments/stored/`
@@ -19,6 +20,7 @@ too. Every reader also takes the path of another result file (`load_ablation("my
 from . import RESULTS
 from .ablation import ABLATION_JSON, BASELINE_LABELS, Ablation, Row, load_ablation
 from .growth_verdict import plot_growth_verdict
+from .lm_best import LMBestResults, LMBestRun, LMBestSweep, load_lm_best, load_lm_best_sweep
 from .lm_envelope import LMEnvelope, load_lm_envelope
 from .lm_fast import LMFastArm, LMFastResults, load_lm_fast
 from .norm_position import load_norm_position
@@ -27,7 +29,8 @@ from .origami_growth import (GROWTH_START, GrowthArm, GrowthCurve, GrowthResults
                              RecipeGrowthResults, RecipeRun, load_growth, load_recipe_growth)
 
 __all__ = ["RESULTS", "ABLATION_JSON", "BASELINE_LABELS", "Ablation", "Row", "load_ablation",
-           "plot_growth_verdict", "LMEnvelope", "load_lm_envelope", "LMFastArm", "LMFastResults",
+           "plot_growth_verdict", "LMBestResults", "LMBestRun", "LMBestSweep", "load_lm_best",
+           "load_lm_best_sweep", "LMEnvelope", "load_lm_envelope", "LMFastArm", "LMFastResults",
            "load_lm_fast", "LMGrowthArm", "LMGrowthCurve", "LMGrowthResults", "load_lm_growth",
            "GROWTH_START", "GrowthArm", "GrowthCurve", "GrowthResults", "RecipeGrowthResults",
            "RecipeRun", "load_growth", "load_recipe_growth", "load_norm_position"]

@@ -1,0 +1,129 @@
+"""nanoGPT's GPU mark on two CPU cores (bench/lm_best.py, bench/lm_best_sweep.py, notebook 14):
+`load_lm_best()` and `load_lm_best_sweep()`."""
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import RESULTS
+
+
+@dataclass
+class LMBestRun:
+    """One whole `python -m minitf train --recipe lm-best` command, timed from a cold start."""
+    seed: int
+    wall_s: float                   # the whole command: imports, data, training, evaluations, saving
+    cpu_s: float
+    loadavg: float                  # 1-minute load average before the run
+    loadavg_after: float
+    val_loss: float                 # nats per byte, tiled windows of 256 over the whole last 10 %
+    val_loss_random_windows: float  # nanoGPT's estimate_loss: 800 random 256-byte windows
+    train_loss: float               # tiled, on the first 111,539 bytes of the training split
+    train_seconds: float
+    steps: int
+    val_curve: list[dict]           # {"step", "loss"} every 400 steps (tiled, whole split)
+
+    @property
+    def gap(self) -> float:
+        return self.val_loss - self.train_loss
+
+    def curve(self) -> list[tuple[float, float]]:
+        """(seconds, loss) at each validation: step s came after s/steps of the training seconds
+        (the steps are alike), plus the whole command's end."""
+        per = self.train_seconds / self.steps
+        return [(v["step"] * per, v["loss"]) for v in self.val_curve]
+
+
+@dataclass
+class LMBestResults:
+    command: str
+    date: str
+    cpu: str
+    target: float                   # 1.47: nanoGPT's train_shakespeare_char on one A100
+    limit_s: float                  # 600: ten minutes
+    arms: dict[str, list[LMBestRun]]
+
+    def runs(self, arm: str = "lm-best") -> list[LMBestRun]:
+        return sorted(self.arms[arm], key=lambda r: r.seed)
+
+    def reached(self, arm: str = "lm-best") -> list[bool]:
+        """Per seed: at or below the mark, within the time."""
+        return [r.val_loss <= self.target and r.wall_s <= self.limit_s for r in self.runs(arm)]
+
+    def table(self) -> str:
+        lines = [f"{'arm':<24} {'seed':>4} {'wall s':>6} {'load':>9} {'tiled':>7} {'random':>7} "
+                 f"{'train':>7} {'gap':>6}"]
+        for name in self.arms:
+            for r in self.runs(name):
+                lines.append(f"{name[:24]:<24} {r.seed:>4} {r.wall_s:>6.0f} {r.loadavg:>4.1f}→{r.loadavg_after:<4.1f} "
+                             f"{r.val_loss:>7.4f} {r.val_loss_random_windows:>7.4f} {r.train_loss:>7.4f} "
+                             f"{r.gap:>6.3f}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return self.table()
+
+    def plot(self, arm: str = "lm-best"):
+        """Validation loss against seconds, a line per seed, with the mark and the ten minutes."""
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(7.5, 3.6), layout="constrained")
+        ax = fig.subplots()
+        for i, r in enumerate(self.runs(arm)):
+            xs, ys = zip(*r.curve())
+            ax.plot(xs, ys, "o-", color=f"C{i}", ms=4, label=f"seed {r.seed}: {r.val_loss:.3f} after "
+                    f"{r.wall_s:.0f} s (whole command)")
+            ax.plot([r.wall_s], [r.val_loss], "*", color=f"C{i}", ms=10)
+        ax.axhline(self.target, color="C3", ls="--", lw=1, label=f"nanoGPT on an A100: {self.target}")
+        ax.axvline(self.limit_s, color="k", ls=":", lw=1, label="ten minutes")
+        ax.set_xlabel(f"seconds ({self.cpu}, 2 threads)", fontsize=9)
+        ax.set_ylabel("validation loss (nats/byte)", fontsize=9)
+        ax.set_xlim(0, self.limit_s * 1.05)
+        ax.tick_params(labelsize=9)
+        ax.legend(fontsize=9, loc="upper right")
+        ax.set_title("the loss is flat until the decay (the last 40 % of the steps)", fontsize=10)
+        return fig
+
+
+def load_lm_best(path: Path | None = None) -> LMBestResults:
+    """The stored result of bench/lm_best.py (default: the stored one)."""
+    doc = json.loads(Path(path or RESULTS / "lm_best.json").read_text())
+    fields = LMBestRun.__dataclass_fields__
+    arms = {name: [LMBestRun(**{k: v for k, v in r.items() if k in fields}) for r in entry["runs"]]
+            for name, entry in doc["arms"].items()}
+    return LMBestResults(doc["command"], doc["date"], doc["cpu"], doc["target"], doc["limit_s"], arms)
+
+
+@dataclass
+class LMBestSweep:
+    """bench/lm_best_sweep.py: sizes and regularisers at fixed FLOP budgets, on a GPU, one seed."""
+    device: str
+    runs: list[dict]
+
+    def table(self) -> str:
+        lines = [f"{'run':<50} {'FLOPs':>6} {'params':>9} {'steps':>5} {'epochs':>6} {'val':>6} {'train':>6}"]
+        for r in sorted(self.runs, key=lambda r: (r["budget"], r["val_loss"])):
+            lines.append(f"{r['name'][:50]:<50} {r['budget']:>6.0e} {r['params']:>9,} {r['steps']:>5} "
+                         f"{r['epochs']:>6.1f} {r['val_loss']:>6.3f} {r['train_loss']:>6.3f}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return self.table()
+
+    def best(self) -> dict:
+        return min(self.runs, key=lambda r: r["val_loss"])
+
+    def run(self, name: str, budget: float) -> dict:
+        return next(r for r in self.runs if r["name"] == name and r["budget"] == budget)
+
+
+def load_lm_best_sweep(path: Path | None = None) -> LMBestSweep:
+    """The stored result of bench/lm_best_sweep.py."""
+    doc = json.loads(Path(path or RESULTS / "lm_best_sweep.json").read_text())
+    return LMBestSweep(doc["device"], doc["runs"])
+
+
+def median_loss(runs: list[LMBestRun]) -> float:
+    return statistics.median(r.val_loss for r in runs)

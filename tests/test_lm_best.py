@@ -1,0 +1,109 @@
+"""`--recipe lm-best` (RECIPE.md, notebook 14): the recipe is the sweep's best setting, its stored runs
+were made with today's recipe, and what RECIPE.md and 14 say of it is what the stored runs hold."""
+import re
+import statistics
+import sys
+
+import pytest
+import torch
+
+import minitf
+from support import ROOT, markdown
+from minitf import cli
+from minitf.core import recipes
+from minitf.experiments.results import load_lm_best, load_lm_best_sweep
+
+sys.path.insert(0, str(ROOT / "bench"))
+import lm_best  # noqa: E402
+from store import spec_hash  # noqa: E402
+
+NOTEBOOK = ROOT / "notebooks" / "14_faster_language_model.ipynb"
+
+
+def recipe_args(*more):
+    return cli.parser().parse_args(["train", *cli.flag_words(recipes.get("lm-best").values), *more,
+                                    "--out", "x.pt"])
+
+
+def test_weight_decay_reaches_both_optimizers():
+    args = recipe_args()
+    model = minitf.Transformer(cli.config_from_args(args))
+    from minitf.cli.train_cmd import optimizer_from_args
+    opt = optimizer_from_args(args, model)
+    muon, adamw = opt.optimizers
+    assert [g["weight_decay"] for g in muon.param_groups] == [0.1]
+    # AdamW: the embedding, the head's and other matrices, the vectors; only the matrices decay
+    assert sorted(g["weight_decay"] for g in adamw.param_groups) == [0.0, 0.0, 0.1]
+
+
+@pytest.mark.parametrize("value", ["-0.1", "nan"])
+def test_a_weight_decay_below_zero_is_refused(value, capsys):
+    code = cli.main(["train", "--text", str(ROOT / "data" / "text" / "tinyshakespeare.txt"),
+                     "--weight-decay", value, "--steps", "1", "--out", "/tmp/never.pt"])
+    assert code == 2
+    assert "--weight-decay" in capsys.readouterr().err
+
+
+def test_the_recipe_is_the_sweeps_best_setting():
+    sweep = load_lm_best_sweep()
+    best = sweep.best()
+    v = recipes.get("lm-best").values
+    c, t = best["config"], best["train"]
+    assert (c["d_model"], c["n_layers"], c["d_ff"], c["dropout"]) == (v["d_model"], v["n_layers"], v["d_ff"],
+                                                                       v["dropout"])
+    assert c["d_model"] // c["n_heads"] == v["d_model"] // v["n_heads"]
+    assert (t["context"], t["batch"], t["lr"], t["wd"]) == (v["context"], v["batch_size"], v["lr"],
+                                                            v["weight_decay"])
+    # the recipe trains a little longer than the best run's budget bought (1,433 steps): its steps
+    # fill ten minutes of this CPU
+    assert v["steps"] >= best["steps"]
+
+
+def test_the_sweep_shows_overfitting_and_what_controls_it():
+    sweep = load_lm_best_sweep()
+    # at one size, twice the compute (9 passes over the text instead of 5) ends higher
+    assert sweep.run("d128L6", 8e13)["val_loss"] > sweep.run("d128L6", 4e13)["val_loss"]
+    assert sweep.run("d128L6", 8e13)["train_loss"] < sweep.run("d128L6", 4e13)["train_loss"]
+    # weight decay and dropout together narrow the gap at the same budget
+    both = sweep.run("d128L6 weight decay 0.1, dropout 0.05", 4e13)
+    plain = sweep.run("d128L6", 4e13)
+    assert both["val_loss"] - both["train_loss"] < plain["val_loss"] - plain["train_loss"]
+
+
+def test_stored_runs_are_of_todays_recipe():
+    doc = lm_best.json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_best.json").read_text())
+    values = recipes.get("lm-best").values
+    for name, entry in doc["arms"].items():
+        assert entry["flags"] == lm_best.ARMS[name]
+        for run in entry["runs"]:
+            spec = {"recipe": values, "flags": entry["flags"], "seed": run["seed"], "quick": False}
+            assert run["spec_sha"] == spec_hash(spec), f"{name} seed {run['seed']}: run again (the recipe changed)"
+
+
+def test_recipe_md_and_notebook_14_say_what_the_stored_runs_hold():
+    res = load_lm_best()
+    runs = res.runs()
+    assert len(runs) >= 3
+    losses = [r.val_loss for r in runs]
+    walls = [r.wall_s for r in runs]
+    recipe_md = (ROOT / "RECIPE.md").read_text()
+    section = recipe_md.split("## nanoGPT's GPU mark on two CPU cores", 1)[1].split("\n## ", 1)[0]
+    nb = markdown(NOTEBOOK)
+    for text in (section, nb):
+        for loss in losses:
+            assert f"{loss:.3f}" in text
+        assert f"{statistics.median(losses):.3f}" in text or f"{statistics.median(losses):.4f}" in text
+    reached = sum(res.reached())
+    words = {3: "every seed", 2: "two of three seeds", 1: "one of three seeds", 0: "no seed"}
+    assert words[reached] in section
+    for wall in walls:
+        assert f"{wall:.0f} s" in section
+
+
+def test_the_five_minute_arm_if_stored_is_reported():
+    res = load_lm_best()
+    if "5 minutes (800 steps)" not in res.arms:
+        pytest.skip("no 5-minute arm stored")
+    section = (ROOT / "RECIPE.md").read_text().split("## nanoGPT's GPU mark on two CPU cores", 1)[1]
+    for r in res.runs("5 minutes (800 steps)"):
+        assert f"{r.val_loss:.3f}" in section
