@@ -102,19 +102,23 @@ def outputs(notebook, results: bool = True) -> list[tuple[int, str]]:
     return [(i, cell_output(c, results)) for i, c in enumerate(cells(notebook)) if c["cell_type"] == "code"]
 
 
-@functools.lru_cache(maxsize=None)
-def executed(notebook: str) -> list[dict]:
+def executed(notebook) -> list[dict]:
     """The notebook run now, top to bottom in a fresh kernel (this tree's minitf, one thread, an empty
     my_parts of its own): its cells with this run's outputs, for `printed(executed(...), ...)`.
 
     A predict cell is stored without output (the learner runs it, then opens the answer), so what it
     prints is held against a real run, not a stored one. Each notebook runs once per test session."""
+    return _run(notebook_path(notebook).resolve())
+
+
+@functools.lru_cache(maxsize=None)
+def _run(path: pathlib.Path) -> list[dict]:
     import os
     import tempfile
 
     import nbclient
     import nbformat
-    nb = nbformat.read(notebook_path(notebook), as_version=4)
+    nb = nbformat.read(path, as_version=4)
     env = {"PYTHONPATH": str(ROOT), "MINITF_THREADS": "1",
            "MINITF_MY_PARTS": tempfile.mkdtemp(prefix="minitf-my-parts-")}
     saved = {k: os.environ.get(k) for k in env}
