@@ -5,6 +5,7 @@ printed), and the small models the unit tests build.
 Test files import it as `from support import ...` (pytest puts tests/ on the path: tests/conftest.py
 lives there). conftest.py keeps only fixtures and pytest's set-up.
 """
+import functools
 import json
 import pathlib
 
@@ -99,6 +100,39 @@ def printed(notebook, starts: str | None = None, *, containing: str | None = Non
 def outputs(notebook, results: bool = True) -> list[tuple[int, str]]:
     """(index, what it printed and showed) for every code cell."""
     return [(i, cell_output(c, results)) for i, c in enumerate(cells(notebook)) if c["cell_type"] == "code"]
+
+
+def executed(notebook) -> list[dict]:
+    """The notebook run now, top to bottom in a fresh kernel (this tree's minitf, one thread, an empty
+    my_parts of its own): its cells with this run's outputs, for `printed(executed(...), ...)`.
+
+    A predict cell is stored without output (the learner runs it, then opens the answer), so what it
+    prints is held against a real run, not a stored one. Each notebook runs once per test session."""
+    return _run(notebook_path(notebook).resolve())
+
+
+@functools.lru_cache(maxsize=None)
+def _run(path: pathlib.Path) -> list[dict]:
+    import os
+    import tempfile
+
+    import nbclient
+    import nbformat
+    nb = nbformat.read(path, as_version=4)
+    env = {"PYTHONPATH": str(ROOT), "MINITF_THREADS": "1",
+           "MINITF_MY_PARTS": tempfile.mkdtemp(prefix="minitf-my-parts-")}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the kernel inherits this process's environment
+    try:
+        nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return nb.cells
 
 
 def exercise_checks() -> list[tuple[str, str, int]]:

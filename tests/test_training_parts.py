@@ -451,8 +451,9 @@ def stored_outputs_08() -> str:
     return outputs_text(cells(NOTEBOOK_08))
 
 
-def assert_08s_run_holds_its_sentences(cells):
-    """The claims 08 makes about its trained model, which its cells print (no assert in view)."""
+def assert_08s_run_holds_its_sentences(cells, run=True):
+    """The claims 08 makes about its trained model, which its cells print (no assert in view). The
+    renumbering is a predict cell, stored without output: only a run (`run`) holds its answer."""
     # "2,920 parameters ... learn to shift held-out strings with your code in 300 steps"
     final = re.search(r"held-out exact match (\d+\.\d)%, loss", printed(cells, results=True, containing="held-out exact match {final"))
     assert final and float(final.group(1)) >= 99.0, printed(cells, results=True, containing="held-out exact match {final")
@@ -465,6 +466,8 @@ def assert_08s_run_holds_its_sentences(cells):
     # "a head that finds the byte to shift looks exactly n positions back": at least one such head
     heads = re.search(r"looks hardest exactly n back: \[([\d, ]*)\]", printed(cells, results=True, containing="diagonal_heads"))
     assert heads and heads.group(1).strip(), printed(cells, results=True, containing="diagonal_heads")
+    if not run:
+        return
     # the renumbering prediction's answer: "almost every output byte becomes the answer for the next input byte"
     moved = printed(cells, results=True, containing="renumbered(model, val_pairs, offset=1)")
     before = re.search(r"without the change (\d+)% right", moved)
@@ -475,7 +478,7 @@ def assert_08s_run_holds_its_sentences(cells):
 
 
 def test_notebook_08s_stored_run_holds_its_sentences():
-    assert_08s_run_holds_its_sentences(cells(NOTEBOOK_08))
+    assert_08s_run_holds_its_sentences(cells(NOTEBOOK_08), run=False)  # the runs above hold the renumbering
     assert "follows the number" in joined(NOTEBOOK_08) and "almost every output byte" in joined(NOTEBOOK_08)
 
 

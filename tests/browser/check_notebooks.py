@@ -26,7 +26,7 @@ JupyterLab server and one Chromium:
 1b. predictions stay predictions: in the stored notebook, each "Predict, then run" region (the
    prompt, the run cells, the <details> reveal: tests/browser/predict_regions.py) must not show its
    answer key: not in the text on screen (the first line JupyterLab shows of a hidden output
-   included), and the reveal closed;
+   included), and the reveal closed; a run cell stored without output shows none;
 4. screenshots of every widget, stored and live, and of every predict region as stored, go to
    build/browser/<notebook>/ (failure.png on failure); the server and every kernel are always
    stopped; no notebook file is changed.
@@ -613,12 +613,14 @@ def stored_widget_problems(notebook: pathlib.Path) -> list[str]:
 
 JS_CELL_TEXT = """(indices) => {
   // What the page shows of each cell: its visible text (a closed <details> shows only its summary,
-  // a hidden output only its placeholder line), and whether any <details> in it is open.
+  // a hidden output only its placeholder line), whether any <details> in it is open, and how many
+  // outputs it shows.
   const nb = window.jupyterapp.shell.currentWidget.content;
   return indices.map(i => {
     const node = nb.widgets[i].node;
     return {text: node.innerText,
-            open: Array.from(node.querySelectorAll('details')).some(d => d.open)};
+            open: Array.from(node.querySelectorAll('details')).some(d => d.open),
+            outputs: node.querySelectorAll('.jp-OutputArea-child').length};
   });
 }"""
 
@@ -643,7 +645,8 @@ def save_changes_nothing(page, notebook: pathlib.Path) -> str:
 
 
 def predictions_out_of_sight(page, notebook: pathlib.Path, out_dir: pathlib.Path) -> str:
-    """Each predict region as stored: the answer key is not on screen and the reveal is closed."""
+    """Each predict region as stored: the answer key is not on screen, the reveal is closed, and a run
+    cell stored without output (the learner runs it) shows no output at all."""
     cells, regions = predict_regions.notebook_regions(notebook)
     problems = [p for r in regions for p in r.problems]
     for n, r in enumerate(regions):
@@ -656,6 +659,8 @@ def predictions_out_of_sight(page, notebook: pathlib.Path, out_dir: pathlib.Path
                 problems.append(f"cell [{i}] shows the answer {r.key!r} of the prediction in cell [{r.prompt}]")
             if seen["open"]:
                 problems.append(f"cell [{i}]: the reveal of the prediction in cell [{r.prompt}] is open")
+            if i in r.run and not cells[i].get("outputs") and seen["outputs"]:
+                problems.append(f"cell [{i}] is stored without output but shows {seen['outputs']} output(s)")
         for i in r.cells[1:]:
             shoot_cell(page, i, out_dir / f"stored-predict{n}-cell{i}.png")
     if problems:

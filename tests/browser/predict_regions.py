@@ -3,15 +3,18 @@
 A predict region is three things, in this order:
 
 1. the prompt: a Markdown cell with **Predict, then run.** (or **Predict**…);
-2. the run cells: the code cells right after it; the one(s) holding the answer are stored with
-   their outputs hidden (JupyterLab then shows only the first line of the first output, and "•••");
+2. the run cells: the code cells right after it. The one right after the prompt is stored without
+   output, tagged nbval-ignore-output: the learner predicts, runs it and sees what it prints, then
+   opens the reveal (tests/notebooks/test_predictions_run.py holds each answer key against a real
+   run). A run cell that keeps a stored output (a figure, or a printout after a widget) keeps it
+   hidden: JupyterLab then shows only the first line of the first output, and "•••";
 3. the reveal: the next Markdown cell, which starts with a `<details>` block whose summary starts
    with "Answer". Inside it, the first **bold** phrase is the *answer key*: the words or the number
    that answer the question ("(1, 11, 256)", "the same score").
 
 Before the learner acts, the answer key must not be in sight: not in the prompt, not in a run cell's
-code, not on the first line JupyterLab shows of a hidden output, not in the reveal's summary nor in
-its text outside `<details>`. tests/notebooks/test_predictions.py checks this in the files; the browser check
+code, not in a stored output (on the first line JupyterLab shows of a hidden one), not in the reveal's
+summary nor in its text outside `<details>`. tests/notebooks/test_predictions.py checks this in the files; the browser check
 (check_notebooks.py) checks what JupyterLab actually shows.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from support import ROOT as ROOT_DIR, markdown, printed
+from support import ROOT as ROOT_DIR, executed, markdown, printed
 from minitf import heatmaps
 from minitf.core.baselines import baseline_losses
 from minitf.views.sampling_view import sample_output
@@ -339,6 +339,12 @@ def notebook_05_output(first_line_of_source: str) -> str:
     return printed("05_training_base64_pairs", first_line_of_source)
 
 
+def notebook_05_run(first_line_of_source: str) -> str:
+    """What the 05 code cell whose source begins with that line prints when the notebook is run now:
+    for the predict cells, stored without output."""
+    return printed(executed("05_training_base64_pairs"), first_line_of_source)
+
+
 def number_after(label: str, text: str) -> float:
     import re
     found = re.search(re.escape(label) + r"\s*(-?[0-9.]+)", text)
@@ -357,10 +363,11 @@ def test_05_the_data_holds_450_and_75_pairs_following_the_rule_with_no_shared_in
     assert "525 of 525 pairs follow the rule; 0 validation inputs occur in training" in printed
 
 
+@pytest.mark.slow
 def test_05_the_tiny_model_after_150_steps_sits_on_the_unigram_and_writes_nothing():
     """The reveal: its loss sits on the unigram baseline, above the length oracle, and `hello`
-    gives an empty output (the stored run; nbval re-runs it)."""
-    printed = notebook_05_output("torch.manual_seed(0)\ntiny = ")
+    gives an empty output (a float32 run of this notebook, so a range)."""
+    printed = notebook_05_run("torch.manual_seed(0)\ntiny = ")
     loss, unigram = number_after("loss", printed), number_after("unigram", printed)
     oracle = number_after("length oracle", printed)
     assert abs(loss - unigram) < 0.1 and loss > oracle + 0.3
@@ -368,9 +375,10 @@ def test_05_the_tiny_model_after_150_steps_sits_on_the_unigram_and_writes_nothin
     assert "generated for 'hello': b''" in printed
 
 
+@pytest.mark.slow
 def test_05_the_tiny_model_predicts_eos_everywhere_and_its_accuracy_is_the_eos_share():
     printed = notebook_05_output("ids_val, targets_val = ")
-    tiny = notebook_05_output("torch.manual_seed(0)\ntiny = ")
+    tiny = notebook_05_run("torch.manual_seed(0)\ntiny = ")
     assert "accuracy on EOS 100%, on output bytes 0%" in printed
     assert "bytes it predicts anywhere: ['⏎']" in printed
     eos_share = number_after("EOS is", printed)
@@ -386,8 +394,9 @@ def test_05_tiny_pt_held_out_loss_rises_while_training_loss_falls():
     assert "→ [4.34, 4.42, 4.45, 4.46]" in printed and "last 100 steps: 4.08" in printed
 
 
+@pytest.mark.slow
 def test_05_the_distance_back_is_the_input_length():
-    printed = notebook_05_output("for text in (b\"abc\"")
+    printed = notebook_05_run("for text in (b\"abc\"")
     assert "12 bytes; rows 12–23 write the output, each looks back [12]" in printed
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minitf
-from support import ROOT, code, markdown, printed
+from support import ROOT, code, executed, markdown, printed
 from minitf.core.checkpoint import describe
 from minitf.core.text import loss_by_position
 
@@ -125,9 +125,10 @@ def test_the_sampler_widget_draws_the_notebooks_continuation_and_top_p_cuts_the_
     assert printed(NOTEBOOK, results=True, containing="sampler = TextSampler(") == repr(sampler)
 
 
-def test_your_model_speaks_and_the_forgetful_cache_is_named():
-    # the answer to the prediction: "The same, both times"
-    spoken = printed(NOTEBOOK, results=True, containing="spoken = check_speaking(yours, lm").splitlines()
+@pytest.mark.slow
+def test_your_model_speaks_as_the_prediction_says_when_run():
+    # the answer to the prediction: "The same, both times" (its cell is stored without output: run it)
+    spoken = printed(executed(NOTEBOOK), results=True, containing="spoken = check_speaking(yours, lm").splitlines()
     checks = [line for line in spoken if line.startswith(("✓", "✗"))]
     assert len(checks) == 5 and all(line.startswith("✓") for line in checks), spoken
     assert checks[3].endswith(": True")
@@ -137,6 +138,9 @@ def test_your_model_speaks_and_the_forgetful_cache_is_named():
     assert "60 greedy bytes without the cache, each one out of your `model_forward`, `block` and " \
            "`multi_head_attention`" in markdown(NOTEBOOK)
     assert "**The same, both times.**" in markdown(NOTEBOOK)
+
+
+def test_every_piece_passes_and_the_forgetful_cache_is_named():
     # every piece the speaking model is built from passed the model check (none gave way)
     assert printed(NOTEBOOK, results=True, containing="your_checked_parts(lm.config)").startswith("✓ your model computes minitf's logits")
     forgetful = printed(NOTEBOOK, results=True, containing="def forgetful(").splitlines()

@@ -1,0 +1,217 @@
+"""Each prediction's answer, held against a real run.
+
+A "Predict" prompt's run cell is stored without output: the learner predicts, runs it, sees what it
+prints, then opens the reveal (tests/notebooks/test_predictions.py holds that structure). So nothing
+stored says the reveal's answer is right: here each notebook is run now (support.executed), and for
+every predict region whose run cells store no output, the reveal's answer key (its first bold phrase,
+tests/browser/predict_regions.py) must agree with what those cells printed in this run.
+
+How a key agrees with a printout is the question's own: a shape is printed as is, "the same score" is
+two equal scores, "Worse: it loops" is a greedy text that repeats itself. ANSWER_AGREES holds one rule
+per prompt; a new prompt without a rule fails here until it has one.
+"""
+import math
+import re
+
+import pytest
+
+from browser.predict_regions import normal, notebook_regions, source
+from support import NOTEBOOKS, cell_output, executed
+
+MAIN_PATH_AND_11 = ["00_setup_check", "01_embeddings", "02_rope", "03_attention", "04_ffn_block",
+                    "05_training_base64_pairs", "06_attention_heatmaps", "07_origami_expansion",
+                    "08_assemble_your_model", "09_language_model", "11_how_small"]
+
+
+def numbers(text):
+    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?", text.replace("\u2212", "-"))]
+
+
+def percent_after(label, text):
+    found = re.search(re.escape(label) + r"\s*(\d+)\s*%", text)
+    assert found, f"no percentage after {label!r} in:\n{text}"
+    return int(found[1])
+
+
+def shape_is_printed(out, key):
+    # "(1, 11, 256)": the shape the cell printed
+    assert normal(key) in normal(out)
+
+
+def neighbours_less_alike_than_any_two(out, key):
+    # "No: neighbours in value are less alike than two bytes taken at random."
+    m = re.search(r"bytes c and c \+ 1 (-?\d\.\d+); any two bytes (-?\d\.\d+)", out)
+    assert m and key.startswith("No") and float(m[1]) < float(m[2]), out
+
+
+def the_two_scores_are_equal(out, key):
+    # "the same score": q·k at m = 5, n = 2 and at m = 9, n = 6, both printed to 4 places
+    scores = re.findall(r"q·k = (-?\d+\.\d+)", out)
+    assert key == "the same score" and len(scores) == 2 and scores[0] == scores[1], out
+
+
+def position_0_keeps_e_over_e_plus_2(out, key):
+    # "About 0.58 (0.5761).": the weight position 0 keeps on itself, printed to 4 places
+    kept = numbers(out.splitlines()[1])[0]
+    assert f"({kept:.4f})" in key and f"About {kept:.2f}" in key, (out, key)
+    assert math.isclose(kept, math.e / (math.e + 2), abs_tol=5e-5)
+
+
+def practically_no_gradient_without_residuals(out, key):
+    # "Practically none without them: about 1e-11 against 8." (float64)
+    plain, residual = (numbers(line)[-1] for line in out.splitlines()[1:3])
+    stated_plain, stated_residual = numbers(key.split("about", 1)[1])
+    assert round(math.log10(plain)) == round(math.log10(stated_plain)) and round(residual) == stated_residual, out
+
+
+def on_the_unigram_baseline(out, key):
+    # "on the unigram baseline" (float32 training: a range, not a digit): within 0.1 of the unigram's
+    # loss and well above the length oracle's; and the reveal's "generates nothing" for hello
+    loss, unigram, oracle = (numbers(out.split(label, 1)[1])[0] for label in ("loss", "unigram", "length oracle"))
+    assert key == "on the unigram baseline" and abs(loss - unigram) < 0.1 and loss > oracle + 0.3, out
+    assert "generated for 'hello': b''" in out
+
+
+def twelve_back(out, key):
+    # "12 back": every output row of the 12-byte input looks back the input's length
+    line = next(line for line in out.splitlines() if "12 bytes" in line)
+    assert key == "12 back" and line.endswith("each looks back [12]"), out
+
+
+def equal_up_to_rounding(out, key):
+    # "Equal up to rounding, not exactly": the check passes within a tolerance, not at 0
+    verdict = out.splitlines()[1]
+    assert key.startswith("Equal up to rounding") and verdict.startswith("✓") and "within 1e-09" in verdict, out
+
+
+def it_follows_the_number(out, key):
+    # "It follows the number": almost every output byte becomes the byte for input k + 1
+    moved = percent_after("numbered one further on:", out)
+    unmoved = int(re.search(r"(\d+)% the byte for input k\b", out)[1])
+    assert key == "It follows the number" and moved >= 90 and unmoved <= 5, out
+
+
+def greedy_text_loops(out, key):
+    # "Worse: it loops.": the same phrase of 16 bytes or more comes back at least three times
+    text = out.split("\n", 1)[1]
+    repeats = [text[i:i + 16] for i in range(len(text) - 16) if text.count(text[i:i + 16]) >= 3]
+    assert key == "Worse: it loops." and repeats, out
+
+
+def the_same_both_times(out, key):
+    # "The same, both times.": every check passes; the cached and uncached text, and minitf's, agree
+    checks = [line for line in out.splitlines() if line.startswith(("✓", "✗"))]
+    assert key == "The same, both times." and len(checks) == 5 and all(c.startswith("✓") for c in checks), out
+    assert "the same bytes" in checks[1] and checks[3].endswith(": True"), out
+
+
+def the_distance_depends_on_the_length(out, key):
+    # "Not the same": one distance per pair, and the pairs' distances differ (each is its length L)
+    rows = re.findall(r"L = +(\d+), distance back for every output byte = \[(\d+)\]", out)
+    assert key == "Not the same" and len(rows) >= 2 and len({d for _, d in rows}) == len(rows), out
+    assert all(length == back for length, back in rows), out
+
+
+def about_100_steps(out, key):
+    # "About 100 steps" (float32 training, validated every 50 steps: the stop is stated as a range):
+    # coupled ids pass 95 % exact within 50 to 150 steps; the usual ids, as many steps, under 5 %
+    coupled = next(line for line in out.splitlines() if "coupled ids:" in line)
+    usual = next(line for line in out.splitlines() if "usual ids:" in line)
+    exact, steps = numbers(coupled)[-2:]
+    assert key == "About 100 steps" and exact >= 95 and 50 <= steps <= 150, out
+    assert numbers(usual)[-2] < 5 and numbers(usual)[-1] == steps, out
+
+
+ANSWER_AGREES = {  # (notebook, words of the prompt): the rule its answer key and its run's printout obey
+    ("00_setup_check", "What shape will its output have?"): shape_is_printed,
+    ("01_embeddings", "Will neighbouring byte values"): neighbours_less_alike_than_any_two,
+    ("02_rope", "What will it be at $m = 9$"): the_two_scores_are_equal,
+    ("03_attention", "How much of its weight stays on itself"): position_0_keeps_e_over_e_plus_2,
+    ("04_ffn_block", "How much gradient reaches the input"): practically_no_gradient_without_residuals,
+    ("05_training_base64_pairs", "where will its held-out loss land"): on_the_unigram_baseline,
+    ("05_training_base64_pairs", "how far back must the row that writes output byte 7"): twelve_back,
+    ("08_assemble_your_model", "Will the two models' logits be *exactly* equal"): equal_up_to_rounding,
+    ("08_assemble_your_model", "Which will it write"): it_follows_the_number,
+    ("09_language_model", "will 160 greedy bytes"): greedy_text_loops,
+    ("09_language_model", "Will the cached and the uncached"): the_same_both_times,
+    ("11_how_small", "Is the distance the same?"): the_distance_depends_on_the_length,
+    ("11_how_small", "How many steps will your numbering need"): about_100_steps,
+}
+
+
+def run_without_stored_output(stem):
+    """The predict regions of a stored notebook whose run cells store no output."""
+    cells, found = notebook_regions(NOTEBOOKS / f"{stem}.ipynb")
+    return cells, [r for r in found if r.run and not any(cells[j].get("outputs") for j in r.run)]
+
+
+def test_every_prediction_run_live_has_a_rule_and_every_rule_its_prediction():
+    known = set()
+    for stem in MAIN_PATH_AND_11:
+        cells, found = run_without_stored_output(stem)
+        for r in found:
+            rules = [words for (nb, words) in ANSWER_AGREES if nb == stem and words in source(cells[r.prompt])]
+            assert len(rules) == 1, f"{stem}: the prediction in markdown cell {r.prompt} matches {len(rules)} rules"
+            known.add((stem, rules[0]))
+    assert known == set(ANSWER_AGREES)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stem", sorted({nb for nb, _ in ANSWER_AGREES}))
+def test_each_answer_key_agrees_with_what_its_cell_prints_when_run(stem):
+    stored, found = run_without_stored_output(stem)
+    fresh = executed(stem)
+    assert [c["source"] for c in fresh] == [source(c) for c in stored]  # the same cells, in order
+    for r in found:
+        rule = next(fn for (nb, words), fn in ANSWER_AGREES.items()
+                    if nb == stem and words in source(stored[r.prompt]))
+        out = "".join(cell_output(fresh[j], results=True) for j in r.run)
+        assert out.strip(), f"{stem}: the run cells {r.run} printed nothing"
+        rule(out, r.key)
+
+
+# made-up printouts shaped as the cells print them: one that agrees with the key, one that does not
+RIGHT_AND_WRONG = {
+    shape_is_printed: ("(1, 11, 256)", "the model's output:\nlogits.shape = (1, 11, 256)\n", "logits.shape = (1, 256)\n"),
+    neighbours_less_alike_than_any_two: ("No: neighbours in value are less alike than two bytes taken at random.",
+                                         "average cosine similarity: bytes c and c + 1 -0.11; any two bytes 0.04\n",
+                                         "average cosine similarity: bytes c and c + 1 0.31; any two bytes 0.04\n"),
+    the_two_scores_are_equal: ("the same score", "moved\nm = 5, n = 2: q·k = -0.3923\nm = 9, n = 6: q·k = -0.3923\n",
+                               "moved\nm = 5, n = 2: q·k = -0.3923\nm = 9, n = 6: q·k = 0.1250\n"),
+    position_0_keeps_e_over_e_plus_2: ("About 0.58 (0.5761).", "weights:\n0.5761  0.2119  0.2119\n",
+                                       "weights:\n0.3333  0.3333  0.3333\n"),
+    practically_no_gradient_without_residuals: ("Practically none without them: about 1e-11 against 8.",
+                                                "size:\n  plain |g| = 7e-12\n  residual |g| = 8e+00\n",
+                                                "size:\n  plain |g| = 7e-01\n  residual |g| = 8e+00\n"),
+    on_the_unigram_baseline: ("on the unigram baseline",
+                              "after:\n  loss 4.35   char accuracy 14%\n  baselines: unigram 4.34, length oracle 3.92\n"
+                              "  generated for 'hello': b''\n",
+                              "after:\n  loss 3.10   char accuracy 40%\n  baselines: unigram 4.34, length oracle 3.92\n"
+                              "  generated for 'hello': b''\n"),
+    twelve_back: ("12 back", "0123456789ab: 12 bytes; rows 12–23 write the output, each looks back [12]\n",
+                  "0123456789ab: 12 bytes; rows 12–23 write the output, each looks back [7]\n"),
+    equal_up_to_rounding: ("Equal up to rounding, not exactly", "yours:\n✓ your model computes minitf's logits (every one within 1e-09)\n",
+                           "yours:\n✗ your model's logits differ by 3.2\n"),
+    it_follows_the_number: ("It follows the number", "1126 output bytes\nnumbered one further on: 100% are the byte for "
+                            "input k + 1, 0% the byte for input k\n",
+                            "1126 output bytes\nnumbered one further on: 0% are the byte for input k + 1, 100% the byte for input k\n"),
+    greedy_text_loops: ("Worse: it loops.", "ROMEO:\nTo make the straight of the straight of the straight of the straight\n",
+                        "ROMEO:\nWhat we have been the shall be so much, and then some more words here.\n"),
+    the_same_both_times: ("The same, both times.", "checks:\n✓ a\n✓ the same bytes\n✓ c\n✓ d: True\n✓ e\n",
+                          "checks:\n✓ a\n✗ different bytes\n✓ c\n✓ d: False\n✓ e\n"),
+    the_distance_depends_on_the_length: ("Not the same", "a: L =  1, distance back for every output byte = [1]\n"
+                                         "abc: L =  3, distance back for every output byte = [3]\n",
+                                         "a: L =  1, distance back for every output byte = [1]\n"
+                                         "abc: L =  3, distance back for every output byte = [1]\n"),
+    about_100_steps: ("About 100 steps", "trained:\n  coupled ids: 99% exactly right after 100 steps\n"
+                      "  usual ids:   0% exactly right after 100 steps\n",
+                      "trained:\n  coupled ids: 80% exactly right after 300 steps\n  usual ids:   0% exactly right after 300 steps\n"),
+}
+
+
+def test_each_rule_takes_a_printout_that_agrees_and_refuses_one_that_does_not():
+    assert set(RIGHT_AND_WRONG) == set(ANSWER_AGREES.values())
+    for rule, (key, right, wrong) in RIGHT_AND_WRONG.items():
+        rule(right, key)
+        with pytest.raises(AssertionError):
+            rule(wrong, key)
