@@ -127,3 +127,25 @@ def load_lm_best_sweep(path: Path | None = None) -> LMBestSweep:
 
 def median_loss(runs: list[LMBestRun]) -> float:
     return statistics.median(r.val_loss for r in runs)
+
+
+def load_lm_best_profile(path: Path | None = None) -> dict:
+    """The stored result of bench/lm_best_profile.py: FLOP rates and where a step's time goes."""
+    return json.loads(Path(path or RESULTS / "lm_best_profile.json").read_text())
+
+
+def format_profile(doc: dict) -> str:
+    """The profile as a notebook prints it: rates against the practical peak, then a step's time."""
+    rates = doc["matmul_gflops"]
+    peak = max(rates.values())
+    lines = [f"{doc['cpu']}, {doc['threads']} threads: float32 matrix products, GFLOP/s", ""]
+    lines += [f"  {name:<36} {r:>6.1f}  ({r / peak:.0%} of the best)" for name, r in rates.items()]
+    lines += ["", f"  the recipe, whole training steps:    {doc['recipe_gflops']:>6.1f}  "
+              f"({doc['recipe_gflops'] / peak:.0%} of the best)", "",
+              f"a step: {doc['profile']['wall_s_per_step'] * 1000:.0f} ms"]
+    lines += [f"  {k:<24} {v * 1000:>5.0f} ms" for k, v in doc["profile"]["phases_s_per_step"].items()]
+    lines += ["", "a step's CPU time by kind of work:"]
+    lines += [f"  {k:<70} {v:>4.0%}" for k, v in doc["profile"]["self_cpu_share"].items()]
+    lines += ["", f"one evaluation of the whole validation split: {doc['evaluation_s']:.1f} s "
+              f"(the recipe runs {doc['evaluations']})"]
+    return "\n".join(lines)
