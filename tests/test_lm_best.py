@@ -1,5 +1,6 @@
 """`--recipe lm-best` (RECIPE.md, notebook 14): the recipe is the sweep's best setting, its stored runs
 were made with today's recipe, and what RECIPE.md and 14 say of it is what the stored runs hold."""
+import json
 import re
 import statistics
 import sys
@@ -71,7 +72,7 @@ def test_the_sweep_shows_overfitting_and_what_controls_it():
 
 
 def test_stored_runs_are_of_todays_recipe():
-    doc = lm_best.json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_best.json").read_text())
+    doc = json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_best.json").read_text())
     values = recipes.get("lm-best").values
     for name, entry in doc["arms"].items():
         assert entry["flags"] == lm_best.ARMS[name]
@@ -95,7 +96,7 @@ def test_recipe_md_and_notebook_14_say_what_the_stored_runs_hold():
         assert f"{statistics.median(losses):.3f}" in text or f"{statistics.median(losses):.4f}" in text
     reached = sum(res.reached())
     words = {3: "every seed", 2: "two of three seeds", 1: "one of three seeds", 0: "no seed"}
-    assert words[reached] in section
+    assert words[reached] in section.lower()
     for wall in walls:
         assert f"{wall:.0f} s" in section
 

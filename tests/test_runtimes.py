@@ -85,7 +85,7 @@ DOCS = ["README.md", "RECIPE.md", "TROUBLESHOOTING.md", "data/checkpoints/README
 TIME = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:–\d+(?:\.\d+)?)?\s?(?:s|ms|sec|seconds?|min|minutes?|hours?)\b"
                   r"|\b(?:a|an|one) (?:minute|hour)\b|\b(?:few|several|two|three) (?:seconds|minutes|hours)\b"
                   r"|\bminutes\b|\bseconds\b")
-CPUS = re.compile(r"AMD EPYC|Intel Xeon")
+CPUS = re.compile(r"AMD EPYC|Intel Xeon|A100|H100")  # a GPU time names its GPU
 RATIO = re.compile(r"\d\s?[x×]|[x×]\s?\d|÷|\bratio\b|\bfaster\b|\bslower\b|\bthe (?:same|time) of\b")
 
 
