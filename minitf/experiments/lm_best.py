@@ -129,9 +129,21 @@ def median_loss(runs: list[LMBestRun]) -> float:
     return statistics.median(r.val_loss for r in runs)
 
 
-def load_lm_best_profile(path: Path | None = None) -> dict:
-    """The stored result of bench/lm_best_profile.py: FLOP rates and where a step's time goes."""
-    return json.loads(Path(path or RESULTS / "lm_best_profile.json").read_text())
+@dataclass
+class LMBestProfile:
+    """bench/lm_best_profile.py: FLOP rates on the recipe's shapes and where a step's time goes."""
+    doc: dict
+
+    def table(self) -> str:
+        return format_profile(self.doc)
+
+    def __repr__(self):
+        return self.table()
+
+
+def load_lm_best_profile(path: Path | None = None) -> LMBestProfile:
+    """The stored result of bench/lm_best_profile.py."""
+    return LMBestProfile(json.loads(Path(path or RESULTS / "lm_best_profile.json").read_text()))
 
 
 def square_rate(doc: dict) -> float:
