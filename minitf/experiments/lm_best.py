@@ -53,11 +53,11 @@ class LMBestResults:
         return [r.val_loss <= self.target and r.wall_s <= self.limit_s for r in self.runs(arm)]
 
     def table(self) -> str:
-        lines = [f"{'arm':<24} {'seed':>4} {'wall s':>6} {'load':>9} {'tiled':>7} {'random':>7} "
+        lines = [f"{'arm':<38} {'seed':>4} {'wall s':>6} {'load':>9} {'tiled':>7} {'random':>7} "
                  f"{'train':>7} {'gap':>6}"]
         for name in self.arms:
             for r in self.runs(name):
-                lines.append(f"{name[:24]:<24} {r.seed:>4} {r.wall_s:>6.0f} {r.loadavg:>4.1f}→{r.loadavg_after:<4.1f} "
+                lines.append(f"{name[:38]:<38} {r.seed:>4} {r.wall_s:>6.0f} {r.loadavg:>4.1f}→{r.loadavg_after:<4.1f} "
                              f"{r.val_loss:>7.4f} {r.val_loss_random_windows:>7.4f} {r.train_loss:>7.4f} "
                              f"{r.gap:>6.3f}")
         return "\n".join(lines)
