@@ -23,7 +23,6 @@ import datetime as dt
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch

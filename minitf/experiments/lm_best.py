@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,9 +123,6 @@ def load_lm_best_sweep(path: Path | None = None) -> LMBestSweep:
     doc = json.loads(Path(path or RESULTS / "lm_best_sweep.json").read_text())
     return LMBestSweep(doc["device"], doc["runs"])
 
-
-def median_loss(runs: list[LMBestRun]) -> float:
-    return statistics.median(r.val_loss for r in runs)
 
 
 @dataclass
