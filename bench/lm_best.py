@@ -3,6 +3,7 @@
     python bench/lm_best.py                      # 3 seeds of the recipe (about 10 min each on 2 cores)
     python bench/lm_best.py --arms "5 minutes"   # also the arms named (ARMS), 3 seeds each
     python bench/lm_best.py --quick              # a smoke run: 30 steps each, to /tmp
+    NANOGPT_DIR=PATH python bench/lm_best.py --arms "nanoGPT quick-start"   # the anchor, in turn
 
 Each run is `python -m minitf train --recipe lm-best …` in a fresh process, as a learner types it:
 its wall time counts everything (imports, reading the text, training on 2 threads, the evaluations
@@ -12,6 +13,10 @@ every 400 steps, saving). Each checkpoint is then scored, outside the timed comm
 - nanoGPT's way (its `estimate_loss`): the mean loss over every position of random 256-byte windows
   of the last 10 % (800 windows, seed 0);
 - the same tiled evaluator on the first 111,539 bytes of the training split: the train/validation gap.
+The anchor, "nanoGPT quick-start": nanoGPT's README command for a CPU (bench/nanogpt.py's, 4 layers
+128 wide, context 64, 2,000 iterations) run in its own clone (NANOGPT_DIR or --nanogpt) with 2 threads,
+its kept checkpoint scored by the same three evaluators at its own context (64). nanoGPT seeds every
+run alike (1337), so its "seeds" are repeats: the same loss, the time's spread.
 Resumable (bench/store.py): a finished run is kept unless its spec changed. The machine's load
 average before and after each run is stored beside it. Writes minitf/experiments/stored/lm_best.json
 and lm_best.md.
@@ -22,6 +27,7 @@ import argparse
 import datetime as dt
 import os
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -35,7 +41,7 @@ import minitf  # noqa: E402
 from minitf.core.recipes import get as get_recipe  # noqa: E402
 from minitf.core.text import TextPart  # noqa: E402
 from lm import TEXT, val_loss  # noqa: E402
-from nanogpt import cpu_model, timed  # noqa: E402
+from nanogpt import NANOGPT_ARGS, cpu_model, load_nanogpt, nanogpt_dir, prepare, timed  # noqa: E402
 from store import add_study_arguments, open_study  # noqa: E402
 
 TARGET = 1.47  # nats per byte: nanoGPT's train_shakespeare_char on one A100 (its README: 1.4697)
@@ -50,6 +56,7 @@ ARMS = {
     "− dropout 0.05 (0)": ["--dropout", "0"],
     "− both (weight decay 0.01, dropout 0)": ["--weight-decay", "0.01", "--dropout", "0"],
 }
+NANOGPT = "nanoGPT quick-start"  # the anchor: not a minitf command (run_nanogpt)
 
 
 @torch.no_grad()
@@ -94,6 +101,29 @@ def run_one(name: str, flags: list[str], seed: int, work: Path, quick: bool) -> 
     return record | score(out)
 
 
+def run_nanogpt(seed: int, work: Path, clone: Path) -> dict:
+    """nanoGPT's CPU quick-start in its clone, 2 threads, timed whole; its kept checkpoint scored."""
+    out_dir = work / f"nanogpt_{seed}"
+    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    record = timed([sys.executable, *NANOGPT_ARGS, f"--out_dir={out_dir}"], clone,
+                   work / f"nanogpt_{seed}.log", env={"OMP_NUM_THREADS": "2"})
+    record |= {"loadavg_after": round(os.getloadavg()[0], 2), "date": when, "seed": seed}
+    torch.set_num_threads(2)
+    model, val, train = load_nanogpt(clone, out_dir / "ckpt.pt")
+    head = TextPart(train.path, "train", train.data[:len(val.data)], train.context)
+    return record | {"val_loss": round(val_loss(model, val), 4),
+                     "val_loss_random_windows": round(random_window_loss(model, val), 4),
+                     "train_loss": round(val_loss(model, head), 4), "steps": 2000, "val_curve": [],
+                     "train_seconds": None,
+                     "params": sum(p.numel() for p in model.parameters()), "context": val.context}
+
+
+def commit(clone: Path) -> str:
+    """The nanoGPT clone's commit, part of its runs' spec."""
+    return subprocess.run(["git", "rev-parse", "--short=8", "HEAD"], cwd=clone, capture_output=True,
+                          text=True).stdout.strip() or "?"
+
+
 def med(runs, key):
     return statistics.median(r[key] for r in runs)
 
@@ -106,7 +136,9 @@ def report(doc: dict) -> str:
          "Losses in nats per byte on the last 10 % of tiny Shakespeare: tiled = every position of "
          "tiled 256-byte windows (bench/lm.py's evaluator); random = nanoGPT's estimate_loss (every "
          "position of 800 random 256-byte windows); train = the tiled evaluator on the first 111,539 "
-         "bytes of the training split. Load average: the 1-minute figure before and after each run.", "",
+         "bytes of the training split. Load average: the 1-minute figure before and after each run. "
+         f"{NANOGPT}: nanoGPT's own CPU command in its clone (2 threads), scored at its context, 64 "
+         "bytes.", "",
          f"| arm | seed | wall s | CPU s | load before → after | tiled | random | train | gap | ≤ {TARGET} |",
          "|---|---:|---:|---:|---|---:|---:|---:|---:|---|"]
     for name, entry in doc.get("arms", {}).items():
@@ -121,13 +153,15 @@ def report(doc: dict) -> str:
     for name, entry in doc.get("arms", {}).items():
         runs = entry["runs"]
         d = [r["val_loss"] - base[r["seed"]] for r in runs if r["seed"] in base]
-        delta = f"{statistics.median(d):+.4f} ({min(d):+.4f} to {max(d):+.4f})" if d and name != "lm-best" else "—"
+        delta = f"{statistics.median(d):+.4f} ({min(d):+.4f} to {max(d):+.4f})" if d and name not in ("lm-best", NANOGPT) else "—"
         L.append(f"| {name} | {len(runs)} | {med(runs, 'wall_s'):.0f} | {med(runs, 'val_loss'):.4f} | "
                  f"{med(runs, 'val_loss_random_windows'):.4f} | {delta} |")
     L += ["", "Validation during training (tiled, every 400 steps; the steps are alike, so step s came "
           "after about s/steps of the run's training seconds):", ""]
     for name, entry in doc.get("arms", {}).items():
         for r in sorted(entry["runs"], key=lambda r: r["seed"]):
+            if not r["val_curve"]:
+                continue
             per = r["train_seconds"] / r["steps"]
             L.append(f"- {name}, seed {r['seed']}: " + ", ".join(
                 f"step {v['step']} ({v['step'] * per:.0f} s): {v['loss']:.4f}" for v in r["val_curve"]))
@@ -138,13 +172,18 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_study_arguments(p, "lm_best", quick_help="a smoke run: 30 steps each, to /tmp")
     p.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
-    p.add_argument("--arms", nargs="*", default=["lm-best"], help=f"from: {', '.join(ARMS)}")
+    p.add_argument("--arms", nargs="*", default=["lm-best"], help=f"from: {', '.join([*ARMS, NANOGPT])}")
+    p.add_argument("--nanogpt", default=None, help=f"with the arm {NANOGPT!r}: a clone of "
+                   "karpathy/nanoGPT (default: $NANOGPT_DIR)")
     p.add_argument("--work", type=Path, default=Path("/tmp/minitf-lm-best"),
                    help="where the checkpoints and logs go")
     args = p.parse_args(argv)
-    unknown = [a for a in args.arms if a not in ARMS]
+    unknown = [a for a in args.arms if a not in ARMS and a != NANOGPT]
     if unknown:
-        p.error(f"unknown arms {unknown}; choose from {list(ARMS)}")
+        p.error(f"unknown arms {unknown}; choose from {[*ARMS, NANOGPT]}")
+    clone = nanogpt_dir(args.nanogpt) if NANOGPT in args.arms else None
+    if clone is not None:
+        prepare(clone)
     args.work.mkdir(parents=True, exist_ok=True)
     store = open_study("lm_best", args)
     doc = store.doc
@@ -152,12 +191,17 @@ def main(argv=None) -> int:
     recipe = get_recipe("lm-best").values
     for seed in args.seeds:  # round by round, so the machine's load falls on every arm alike
         for name in args.arms:
-            flags = ARMS[name]
+            if name == NANOGPT:
+                flags = NANOGPT_ARGS
+                spec = {"nanogpt": NANOGPT_ARGS, "commit": commit(clone), "seed": seed}
+                compute = lambda: run_nanogpt(seed, args.work, clone)  # noqa: E731
+            else:
+                flags = ARMS[name]
+                spec = {"recipe": recipe, "flags": flags, "seed": seed, "quick": args.quick}
+                compute = lambda: run_one(name, flags, seed, args.work, args.quick)  # noqa: E731
             entry = doc["arms"].setdefault(name, {"flags": flags, "runs": []})
             entry["flags"] = flags
-            spec = {"recipe": recipe, "flags": flags, "seed": seed, "quick": args.quick}
-            r, new = store.run(entry["runs"], spec, lambda: run_one(name, flags, seed, args.work, args.quick),
-                               replaces=lambda old: old["seed"] == seed)
+            r, new = store.run(entry["runs"], spec, compute, replaces=lambda old: old["seed"] == seed)
             if new:
                 print(f"{name} seed {seed}: {r['val_loss']:.4f} tiled, {r['val_loss_random_windows']:.4f} "
                       f"random windows, train {r['train_loss']:.4f}; {r['wall_s']:.0f} s wall, load "

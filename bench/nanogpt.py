@@ -119,8 +119,9 @@ class LogitsOnly(torch.nn.Module):
         return self.gpt(ids, torch.zeros_like(ids))[0]
 
 
-def score_nanogpt(clone: Path, ckpt_path: Path) -> float:
-    """Its checkpoint on the last 10 %, with bench/lm.py's evaluator, characters mapped to its ids."""
+def load_nanogpt(clone: Path, ckpt_path: Path):
+    """Its checkpoint as an ids → logits model, and the text's two parts (the last 10 % and the rest)
+    as its ids: characters mapped through its meta.pkl, windows of its own context."""
     spec = importlib.util.spec_from_file_location("nanogpt_model", clone / "model.py")
     model_py = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(model_py)
@@ -128,14 +129,23 @@ def score_nanogpt(clone: Path, ckpt_path: Path) -> float:
     gpt = model_py.GPT(model_py.GPTConfig(**ckpt["model_args"]))
     gpt.load_state_dict({k.removeprefix("_orig_mod."): v for k, v in ckpt["model"].items()})
     stoi = pickle.loads((clone / "data" / "shakespeare_char" / "meta.pkl").read_bytes())["stoi"]
-    val = minitf.read_text(TEXT, ckpt["model_args"]["block_size"]).val
+    text = minitf.read_text(TEXT, ckpt["model_args"]["block_size"])
     table = torch.full((256,), -1, dtype=torch.long)
     for ch, i in stoi.items():
         table[ord(ch)] = i
-    ids = table[val.data.long()]
-    if (ids < 0).any():
-        raise SystemExit(f"{TEXT}: a byte of the last 10 % is not in nanoGPT's vocabulary")
-    return val_loss(LogitsOnly(gpt), dataclasses.replace(val, data=ids))
+    parts = []
+    for part, where in ((text.val, "the last 10 %"), (text.train, "the first 90 %")):
+        ids = table[part.data.long()]
+        if (ids < 0).any():
+            raise SystemExit(f"{TEXT}: a byte of {where} is not in nanoGPT's vocabulary")
+        parts.append(dataclasses.replace(part, data=ids))
+    return LogitsOnly(gpt), parts[0], parts[1]
+
+
+def score_nanogpt(clone: Path, ckpt_path: Path) -> float:
+    """Its checkpoint on the last 10 %, with bench/lm.py's evaluator, characters mapped to its ids."""
+    model, val, _ = load_nanogpt(clone, ckpt_path)
+    return val_loss(model, val)
 
 
 def score_minitf(ckpt_path: Path) -> float:

@@ -44,6 +44,10 @@ rendered from whatever results exist, each with its own date):
   lm_best    runs bench/lm_best.py (resumable; ~30 min of both cores, run it alone): `--recipe lm-best`,
              the whole command from a cold start, 3 seeds, each scored tiled, as nanoGPT scores and on
              the training split; --quick: 30 steps each, to /tmp; shows minitf/experiments/stored/lm_best.md
+  lm_best_ablation
+             runs bench/lm_best_ablation.py: what each of lm-best's ingredients buys, 3 seeds at equal
+             CPU time (the losses need a GPU: without one it re-reports the stored runs); --quick: a
+             20-step smoke run on the CPU, to /tmp; shows minitf/experiments/stored/lm_best_ablation.md
   nanogpt    with NANOGPT_DIR=<a clone of karpathy/nanoGPT> only (skipped without it, and under --quick):
              runs bench/nanogpt.py, `--recipe lm-fast` beside nanoGPT's own CPU quick-start, whole
              commands as their users run them, in turn; shows minitf/experiments/stored/nanogpt_quickstart.md
@@ -86,7 +90,7 @@ SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts include
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
-            "length", "lm_fast", "lm_envelope", "lm_best", "site", "nanogpt")
+            "length", "lm_fast", "lm_envelope", "lm_best", "lm_best_ablation", "site", "nanogpt")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
 
 
@@ -665,6 +669,7 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
              "reference"),
             ("lm_envelope", "lm_envelope.md", "The language model's iso-FLOP envelope, and growth against it"),
             ("lm_best", "lm_best.md", "nanoGPT's GPU mark on two CPU cores: `--recipe lm-best`"),
+            ("lm_best_ablation", "lm_best_ablation.md", "`--recipe lm-best`: what each ingredient buys"),
             ("nanogpt", "nanogpt_quickstart.md", "`--recipe lm-fast` beside nanoGPT's own CPU quick-start")],
             start=5):
         # the long experiments: what bench/run.py ran, then the summary each wrote itself
@@ -796,6 +801,7 @@ def main(argv=None) -> int:
                     "lm_fast": lambda: bench_script("lm_fast.py", args),
                     "lm_envelope": lambda: bench_script("lm_envelope.py", args),
                     "lm_best": lambda: bench_script("lm_best.py", args),
+                    "lm_best_ablation": lambda: bench_script("lm_best_ablation.py", args),
                     "nanogpt": lambda: bench_nanogpt(args),
                     "site": lambda: bench_site(args)}
         for name in SECTIONS:

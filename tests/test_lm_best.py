@@ -10,10 +10,11 @@ import minitf
 from support import ROOT, markdown
 from minitf import cli
 from minitf.core import recipes
-from minitf.experiments.results import load_lm_best, load_lm_best_sweep
+from minitf.experiments.results import load_lm_best, load_lm_best_ablation, load_lm_best_sweep
 
 sys.path.insert(0, str(ROOT / "bench"))
 import lm_best  # noqa: E402
+import lm_best_ablation  # noqa: E402
 from store import spec_hash  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "14_faster_language_model.ipynb"
@@ -79,6 +80,9 @@ def test_stored_runs_are_of_todays_recipe():
     doc = json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_best.json").read_text())
     values = recipes.get("lm-best").values
     for name, entry in doc["arms"].items():
+        if name == lm_best.NANOGPT:  # the anchor: nanoGPT's own command, not the recipe
+            assert entry["flags"] == lm_best.NANOGPT_ARGS
+            continue
         assert entry["flags"] == lm_best.ARMS[name]
         for run in entry["runs"]:
             spec = {"recipe": values, "flags": entry["flags"], "seed": run["seed"], "quick": False}
@@ -117,3 +121,53 @@ def test_every_stored_arm_is_reported(arm):
     section = section.split("\n## ", 1)[0]
     for r in res.runs(arm):
         assert f"{r.val_loss:.3f}" in section
+
+
+ABLATION = ROOT / "minitf" / "experiments" / "stored" / "lm_best_ablation.json"
+
+
+def test_the_ablation_runs_are_of_todays_recipe_with_the_steps_of_equal_time():
+    doc = json.loads(ABLATION.read_text())
+    steps = lm_best_ablation.equal_time_steps(doc)
+    values = recipes.get("lm-best").values
+    for run in doc["runs"]:
+        if run["arm"] == lm_best_ablation.NANOGPT:
+            continue
+        spec = {"recipe": values, "flags": lm_best_ablation.ARMS[run["arm"]], "steps": steps[run["arm"]],
+                "seed": run["seed"]}
+        assert run["spec_sha"] == spec_hash(spec), f"{run['arm']} seed {run['seed']}: run again"
+        assert run["steps"] == steps[run["arm"]]
+    for arm in lm_best_ablation.ARMS:  # every ingredient, three seeds
+        assert sorted(r["seed"] for r in doc["runs"] if r["arm"] == arm) == [0, 1, 2], arm
+
+
+def test_an_arm_that_does_less_work_is_given_the_steps_it_saves():
+    doc = json.loads(ABLATION.read_text())
+    steps = lm_best_ablation.equal_time_steps(doc)
+    for arm in lm_best_ablation.ARMS:
+        if arm in lm_best_ablation.SAME_WORK:
+            assert steps[arm] == lm_best_ablation.STEPS
+            continue
+        per = lm_best_ablation.timing(doc, arm)["seconds_per_step"]
+        assert len(per[arm]) == len(per["lm-best"]) >= 2  # probed beside the recipe, round by round
+        assert steps[arm] == round(lm_best_ablation.STEPS * min(per["lm-best"]) / min(per[arm]))
+
+
+def ablation_section():
+    text = (ROOT / "RECIPE.md").read_text().split("## nanoGPT's GPU mark on two CPU cores", 1)[1]
+    return text.split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize("arm", load_lm_best_ablation().arms[1:])
+def test_recipe_md_and_notebook_14_state_what_each_ingredient_buys(arm):
+    res = load_lm_best_ablation()
+    delta = f"{statistics.median(res.deltas(arm)):+.3f}".replace("-", "−")
+    section, nb = ablation_section(), markdown(NOTEBOOK)
+    assert arm in section and delta in section, (arm, delta)
+    assert delta in nb, (arm, delta)
+
+
+def test_the_nanogpt_anchor_ran_beside_the_arms_and_is_reported():
+    a = load_lm_best_ablation().anchor
+    assert a is not None and a["val_loss"] > 1.4
+    assert f"{a['val_loss']:.3f}" in ablation_section() and f"{a['val_loss']:.3f}" in markdown(NOTEBOOK)

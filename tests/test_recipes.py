@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from minitf import Config, cli, load
+from minitf.cli.checks import check_args
 from minitf.core import recipes
 from support import ROOT
 
@@ -66,6 +67,8 @@ def test_flags_given_override_the_recipe(override):
     ["train", "--out", "x.pt", "--recipe=shift-fast", "--lr", "0.02", "--target-exact", "0.9"],
     ["train", "--recipe", "lm", "--steps", "5", "--out", "x.pt"],
     ["train", "--recipe", "shift-smallest", "--tie-embeddings", "--d-model", "8", "--out", "x.pt"],
+    ["train", "--recipe", "lm-best", "--no-qk-norm", "--norm-position", "post", "--out", "x.pt"],
+    ["train", "--recipe", "lm-best", "--optimizer", "adamw", "--out", "x.pt"],
 ])
 def test_the_written_out_command_parses_to_the_same_arguments(argv):
     """The checkpoint records the recipe's flags written out: without --recipe, same run."""
@@ -75,6 +78,21 @@ def test_the_written_out_command_parses_to_the_same_arguments(argv):
     assert without(again, "recipe") == without(args, "recipe")
     flags = [w.split("=")[0] for w in words if w.startswith("--")]
     assert len(flags) == len(set(flags))  # no flag twice: the recipe's overridden ones are left out
+
+
+def test_a_switch_the_recipe_sets_can_be_turned_off():
+    args, words = parse(["train", "--recipe", "lm-best", "--no-qk-norm", "--out", "x.pt"])
+    assert recipes.RECIPES["lm-best"].values["qk_norm"] is True and args.qk_norm is False
+    assert "--qk-norm" not in words and "--no-qk-norm" in words
+
+
+def test_switching_the_optimizer_drops_the_recipe_s_muon_lr():
+    """lm-best's --muon-lr belongs to Muon: `--optimizer adamw` runs without it, not into an error."""
+    args, words = parse(["train", "--recipe", "lm-best", "--optimizer", "adamw", "--out", "x.pt"])
+    assert args.optimizer == "adamw" and args.muon_lr is None and "--muon-lr" not in words
+    assert check_args(args) is None
+    kept, _ = parse(["train", "--recipe", "lm-best", "--out", "x.pt"])
+    assert kept.muon_lr == recipes.RECIPES["lm-best"].values["muon_lr"]
 
 
 def test_shift_smallest_is_the_shipped_smallest_solver():

@@ -135,7 +135,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--no-bias", action="store_true", help="linear layers without biases")
     t.add_argument("--ffn-gate", action="store_true",
                    help="gated FFN: down(act(up x) * gate x); SwiGLU with --activation silu")
-    t.add_argument("--qk-norm", action="store_true", help="RMSNorm on each head's q and k")
+    t.add_argument("--qk-norm", action=argparse.BooleanOptionalAction, default=False,
+                   help="RMSNorm on each head's q and k (--no-qk-norm: none, where a recipe has it)")
     t.add_argument("--logit-softcap", type=float, default=None, metavar="C",
                    help="logits = C·tanh(logits/C)")
     t.add_argument("--zero-init", action="store_true",
@@ -258,5 +259,15 @@ def with_recipe(name: str, argv: list[str]):
     unset = object()  # which of the recipe's flags were given: those that do not come back unset
     marked = parser(dict.fromkeys(defaults, unset)).parse_args(argv)
     given = {dest for dest in defaults if getattr(marked, dest) is not unset}
+    # a recipe setting that belongs to a choice the command line changed goes with it
+    # (`--recipe lm-best --optimizer adamw` drops the recipe's Muon lr)
+    for setting, (choice, value) in BELONGS_TO.items():
+        if setting in defaults and setting not in given and getattr(args, choice) != value:
+            setattr(args, setting, None)
+            given.add(setting)
     start = argv.index("train") + 1
     return args, [*argv[:start], *recipe_expanded(name, argv[start:], given)]
+
+
+# recipe settings that only mean something for one choice of another flag
+BELONGS_TO = {"muon_lr": ("optimizer", "muon")}

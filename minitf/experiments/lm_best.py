@@ -1,8 +1,10 @@
-"""nanoGPT's GPU mark on two CPU cores (bench/lm_best.py, bench/lm_best_sweep.py, notebook 14):
-`load_lm_best()` and `load_lm_best_sweep()`."""
+"""nanoGPT's GPU mark on two CPU cores (bench/lm_best.py, bench/lm_best_sweep.py,
+bench/lm_best_ablation.py, bench/lm_best_profile.py; notebook 14): `load_lm_best()`,
+`load_lm_best_sweep()`, `load_lm_best_ablation()` and `load_lm_best_profile()`."""
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +22,7 @@ class LMBestRun:
     val_loss: float                 # nats per byte, tiled windows of 256 over the whole last 10 %
     val_loss_random_windows: float  # nanoGPT's estimate_loss: 800 random 256-byte windows
     train_loss: float               # tiled, on the first 111,539 bytes of the training split
-    train_seconds: float
+    train_seconds: float | None     # None for the nanoGPT anchor (its own clock is not read)
     steps: int
     val_curve: list[dict]           # {"step", "loss"} every 400 steps (tiled, whole split)
 
@@ -123,6 +125,65 @@ def load_lm_best_sweep(path: Path | None = None) -> LMBestSweep:
     doc = json.loads(Path(path or RESULTS / "lm_best_sweep.json").read_text())
     return LMBestSweep(doc["device"], doc["runs"])
 
+
+@dataclass
+class LMBestAblation:
+    """bench/lm_best_ablation.py: each ingredient taken out, 3 seeds, with the steps the recipe's ten
+    CPU minutes buy it (seconds per step measured on the CPU), the losses computed on a GPU."""
+    doc: dict
+
+    @property
+    def arms(self) -> list[str]:
+        """The recipe and its arms (not the nanoGPT anchor: `anchor`)."""
+        names = dict.fromkeys(r["arm"] for r in self.doc["runs"] if not r["arm"].startswith("nanoGPT"))
+        return sorted(names, key=lambda a: a != "lm-best")
+
+    @property
+    def anchor(self) -> dict | None:
+        """nanoGPT's own GPU run (train_shakespeare_char), run beside the arms on the same GPU."""
+        return next((r for r in self.doc["runs"] if r["arm"].startswith("nanoGPT")), None)
+
+    def runs(self, arm: str) -> list[dict]:
+        return sorted((r for r in self.doc["runs"] if r["arm"] == arm), key=lambda r: r["seed"])
+
+    def step_cost(self, arm: str) -> float | None:
+        """The arm's CPU seconds per step ÷ the recipe's, probed side by side (the fastest probe of
+        each: the least disturbed); None for an arm that does the recipe's arithmetic, not probed."""
+        probed = [t["seconds_per_step"] for t in self.doc["step_times"] if arm in t["seconds_per_step"]]
+        return min(probed[-1][arm]) / min(probed[-1]["lm-best"]) if probed else None
+
+    def deltas(self, arm: str) -> list[float]:
+        """The arm's tiled loss minus the recipe's, seed by seed (same first weights and batches)."""
+        base = {r["seed"]: r["val_loss"] for r in self.runs("lm-best")}
+        return [r["val_loss"] - base[r["seed"]] for r in self.runs(arm) if r["seed"] in base]
+
+    def table(self) -> str:
+        lines = [f"{'arm':<38} {'cost':>6} {'steps':>5} {'tiled, per seed':<24} {'Δ median':>8} "
+                 f"{'gap':>5}"]
+        rs_base = self.runs("lm-best")[0]["steps"]
+        for arm in self.arms:
+            rs = self.runs(arm)
+            d = self.deltas(arm)
+            delta = f"{statistics.median(d):+.4f}" if arm != "lm-best" and d else "—"
+            gap = statistics.median(r["val_loss"] - r["train_loss"] for r in rs)
+            per_seed = " ".join(f"{r['val_loss']:.4f}" for r in rs)
+            # an arm with the recipe's steps does its arithmetic (its probe is the probes' noise)
+            cost = 1.0 if arm == "lm-best" else None if rs[0]["steps"] == rs_base else self.step_cost(arm)
+            lines.append(f"{arm.split(' (')[0]:<38} {'same' if cost is None else f'{cost:.2f}×':>6} {rs[0]['steps']:>5} "
+                         f"{per_seed:<24} {delta:>8} {gap:>5.3f}")
+        a = self.anchor
+        if a:
+            lines.append(f"{a['arm'].split(' (')[0]:<38} {'':>6} {a['steps']:>5} {a['val_loss']:<24.4f} {'':>8} "
+                         f"{a['val_loss'] - a['train_loss']:>5.3f}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return self.table()
+
+
+def load_lm_best_ablation(path: Path | None = None) -> LMBestAblation:
+    """The stored result of bench/lm_best_ablation.py."""
+    return LMBestAblation(json.loads(Path(path or RESULTS / "lm_best_ablation.json").read_text()))
 
 
 @dataclass

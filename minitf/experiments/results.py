@@ -20,8 +20,8 @@ too. Every reader also takes the path of another result file (`load_ablation("my
 from . import RESULTS
 from .ablation import ABLATION_JSON, BASELINE_LABELS, Ablation, Row, load_ablation
 from .growth_verdict import plot_growth_verdict
-from .lm_best import (LMBestProfile, LMBestResults, LMBestRun, LMBestSweep, load_lm_best,
-                      load_lm_best_profile, load_lm_best_sweep)
+from .lm_best import (LMBestAblation, LMBestProfile, LMBestResults, LMBestRun, LMBestSweep,
+                      load_lm_best, load_lm_best_ablation, load_lm_best_profile, load_lm_best_sweep)
 from .lm_envelope import LMEnvelope, load_lm_envelope
 from .lm_fast import LMFastArm, LMFastResults, load_lm_fast
 from .norm_position import load_norm_position
@@ -31,7 +31,8 @@ from .origami_growth import (GROWTH_START, GrowthArm, GrowthCurve, GrowthResults
 
 __all__ = ["RESULTS", "ABLATION_JSON", "BASELINE_LABELS", "Ablation", "Row", "load_ablation",
            "plot_growth_verdict", "LMBestResults", "LMBestRun", "LMBestSweep", "load_lm_best",
-           "load_lm_best_sweep", "load_lm_best_profile", "LMBestProfile", "LMEnvelope", "load_lm_envelope", "LMFastArm", "LMFastResults",
+           "load_lm_best_sweep", "load_lm_best_profile", "LMBestProfile", "LMBestAblation",
+           "load_lm_best_ablation", "LMEnvelope", "load_lm_envelope", "LMFastArm", "LMFastResults",
            "load_lm_fast", "LMGrowthArm", "LMGrowthCurve", "LMGrowthResults", "load_lm_growth",
            "GROWTH_START", "GrowthArm", "GrowthCurve", "GrowthResults", "RecipeGrowthResults",
            "RecipeRun", "load_growth", "load_recipe_growth", "load_norm_position"]
