@@ -171,3 +171,13 @@ def test_the_nanogpt_anchor_ran_beside_the_arms_and_is_reported():
     a = load_lm_best_ablation().anchor
     assert a is not None and a["val_loss"] > 1.4
     assert f"{a['val_loss']:.3f}" in ablation_section() and f"{a['val_loss']:.3f}" in markdown(NOTEBOOK)
+
+
+def test_the_readme_states_the_stored_runs_range_and_how_many_reached_the_mark():
+    res = load_lm_best()
+    losses = [r.val_loss for r in res.runs()]
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"ended at {min(losses):.3f}–{max(losses):.3f}" in readme
+    words = {3: "all three at or below the mark", 2: "two of them at or below the mark",
+             1: "one of them at or below the mark", 0: "none of them at or below the mark"}
+    assert words[sum(res.reached())] in readme
