@@ -181,3 +181,16 @@ def test_the_readme_states_the_stored_runs_range_and_how_many_reached_the_mark()
     words = {3: "all three at or below the mark", 2: "two of them at or below the mark",
              1: "one of them at or below the mark", 0: "none of them at or below the mark"}
     assert words[sum(res.reached())] in readme
+
+
+def test_notebook_14_states_nanogpt_s_quick_start_beside_the_recipe():
+    res = load_lm_best()
+    nano = res.runs(lm_best.NANOGPT)
+    assert len(nano) >= 3 and len({r.val_loss for r in nano}) == 1  # nanoGPT seeds every run alike
+    nb = " ".join(markdown(NOTEBOOK).split())
+    walls = [r.wall_s for r in nano]
+    assert f"{nano[0].val_loss:.3f} in {min(walls):.0f}–{max(walls):.0f} s" in nb
+    best = statistics.median(r.val_loss for r in res.runs())
+    assert f"{nano[0].val_loss - best:.2f} nats lower" in nb
+    ratio = statistics.median(r.wall_s for r in res.runs()) / statistics.median(walls)
+    assert f"about {ratio:.1f} times the time" in nb
