@@ -171,6 +171,11 @@ def test_the_nanogpt_anchor_ran_beside_the_arms_and_is_reported():
     a = load_lm_best_ablation().anchor
     assert a is not None and a["val_loss"] > 1.4
     assert f"{a['val_loss']:.3f}" in ablation_section() and f"{a['val_loss']:.3f}" in markdown(NOTEBOOK)
+    # its arithmetic up to the kept checkpoint (6·N per character, 64 windows of 256 an iteration)
+    # against the recipe's ten minutes (5·10¹³, bench/lm_best_sweep.py's budget)
+    times = 6 * 10.65e6 * a["steps"] * 64 * 256 / 5e13
+    assert f"some {times:.0f} times the recipe's" in " ".join(ablation_section().split())
+    assert f"about {times:.0f} times the arithmetic" in " ".join(markdown(NOTEBOOK).split())
 
 
 def test_the_readme_states_the_stored_runs_range_and_how_many_reached_the_mark():
