@@ -27,7 +27,6 @@ import argparse
 import datetime as dt
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -41,7 +40,7 @@ import minitf  # noqa: E402
 from minitf.core.recipes import get as get_recipe  # noqa: E402
 from minitf.core.text import TextPart  # noqa: E402
 from lm import TEXT, val_loss  # noqa: E402
-from nanogpt import NANOGPT_ARGS, cpu_model, load_nanogpt, nanogpt_dir, prepare, timed  # noqa: E402
+from nanogpt import NANOGPT_ARGS, clone_commit, cpu_model, load_nanogpt, nanogpt_dir, prepare, timed  # noqa: E402
 from store import add_study_arguments, open_study  # noqa: E402
 
 TARGET = 1.47  # nats per byte: nanoGPT's train_shakespeare_char on one A100 (its README: 1.4697)
@@ -118,12 +117,6 @@ def run_nanogpt(seed: int, work: Path, clone: Path) -> dict:
                      "params": sum(p.numel() for p in model.parameters()), "context": val.context}
 
 
-def commit(clone: Path) -> str:
-    """The nanoGPT clone's commit, part of its runs' spec."""
-    return subprocess.run(["git", "rev-parse", "--short=8", "HEAD"], cwd=clone, capture_output=True,
-                          text=True).stdout.strip() or "?"
-
-
 def med(runs, key):
     return statistics.median(r[key] for r in runs)
 
@@ -193,7 +186,7 @@ def main(argv=None) -> int:
         for name in args.arms:
             if name == NANOGPT:
                 flags = NANOGPT_ARGS
-                spec = {"nanogpt": NANOGPT_ARGS, "commit": commit(clone), "seed": seed}
+                spec = {"nanogpt": NANOGPT_ARGS, "commit": clone_commit(clone), "seed": seed}
                 compute = lambda: run_nanogpt(seed, args.work, clone)  # noqa: E731
             else:
                 flags = ARMS[name]

@@ -294,11 +294,10 @@ def main(argv=None) -> int:
                                     "device": device, "quick": args.quick, "work": str(args.work)}))
     clone = args.nanogpt or os.environ.get("NANOGPT_DIR")
     if clone and not args.quick:
-        from nanogpt import nanogpt_dir, prepare
+        from nanogpt import clone_commit, nanogpt_dir, prepare
         clone = nanogpt_dir(clone)
         prepare(clone)
-        spec = {"nanogpt": NANOGPT_GPU, "commit": subprocess.run(
-            ["git", "rev-parse", "--short=8", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()}
+        spec = {"nanogpt": NANOGPT_GPU, "commit": clone_commit(clone)}
         if store.find(doc["runs"], spec) is None:  # first: the longest run
             jobs.insert(0, (spec, {"arm": NANOGPT, "seed": 0, "nanogpt": str(clone), "device": device,
                                    "work": str(args.work)}))

@@ -81,6 +81,13 @@ def nanogpt_dir(given: str | None) -> Path:
     return path
 
 
+def clone_commit(clone: Path) -> str:
+    """The clone's commit (8 hex digits): part of a nanoGPT run's spec and report."""
+    # safe.directory: a clone copied to another machine belongs to another user there
+    return subprocess.run(["git", "-c", f"safe.directory={Path(clone).resolve()}", "rev-parse", "--short=8",
+                           "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip() or "?"
+
+
 def prepare(clone: Path) -> None:
     """nanoGPT's data step, fed the repository's copy of the text instead of a download."""
     data = clone / "data" / "shakespeare_char"
@@ -220,8 +227,7 @@ def main(argv=None) -> int:
         return 0
     clone = nanogpt_dir(args.nanogpt)
     prepare(clone)
-    commit = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+    commit = clone_commit(clone)
     result = {"cpu": cpu_model(), "torch": torch.__version__,
               "nanogpt_threads": args.nanogpt_threads or torch.get_num_threads(),
               "nanogpt_threads_given": args.nanogpt_threads is not None,

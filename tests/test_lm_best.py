@@ -199,3 +199,13 @@ def test_notebook_14_states_nanogpt_s_quick_start_beside_the_recipe():
     assert f"{nano[0].val_loss - best:.2f} nats lower" in nb
     ratio = statistics.median(r.wall_s for r in res.runs()) / statistics.median(walls)
     assert f"about {ratio:.1f} times the time" in nb
+
+
+def test_the_anchors_record_the_nanogpt_commit_they_ran():
+    doc = json.loads(ABLATION.read_text())
+    (gpu,) = [r for r in doc["runs"] if r["arm"] == lm_best_ablation.NANOGPT]
+    assert gpu["spec_sha"] == spec_hash({"nanogpt": lm_best_ablation.NANOGPT_GPU, "commit": gpu["nanogpt_commit"]})
+    cpu = json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_best.json").read_text())
+    for run in cpu["arms"][lm_best.NANOGPT]["runs"]:
+        spec = {"nanogpt": lm_best.NANOGPT_ARGS, "commit": gpu["nanogpt_commit"], "seed": run["seed"]}
+        assert run["spec_sha"] == spec_hash(spec)  # the same clone on both machines
