@@ -161,7 +161,9 @@ class LMBestAblation:
         lines = [f"{'arm':<38} {'cost':>6} {'steps':>5} {'tiled, per seed':<24} {'Δ median':>8} "
                  f"{'gap':>5}"]
         rs_base = self.runs("lm-best")[0]["steps"]
-        for arm in self.arms:
+        # the recipe, then its ingredients by what taking them out costs, most first
+        order = ["lm-best", *sorted(self.arms[1:], key=lambda a: -statistics.median(self.deltas(a)))]
+        for arm in order:
             rs = self.runs(arm)
             d = self.deltas(arm)
             delta = f"{statistics.median(d):+.4f}" if arm != "lm-best" and d else "—"
