@@ -8,7 +8,7 @@ import torch.nn.functional as F
 import minitf
 from minitf.course import lessons, my_parts, parts
 from minitf.course.cases import first_slip, random_case
-from minitf.course.declaration import Exercise
+from minitf.course.declaration import Exercise, Piece
 
 
 def _lookup_cases():
@@ -25,7 +25,7 @@ THROW_AWAY = Exercise(
     lambda ids, table: F.embedding(ids, table), _lookup_cases, "row b of the table is byte b's vector",
     options={"diagnoses": _lookup_slips}, library={F.embedding: "F.embedding"},
     own_work="indexing the table is fine: F.embedding is the lookup itself",
-    fills="model", order=99, call="throw_away_lookup(ids, table) → (B, T, C)")
+    piece=Piece("model", 99, "throw_away_lookup(ids, table) → (B, T, C)"))
 
 
 @pytest.fixture
@@ -84,9 +84,9 @@ def test_a_name_declared_twice_is_refused_naming_where(declared):
 def test_a_piece_needs_a_known_kind_and_its_call():
     import dataclasses
     with pytest.raises(ValueError, match="fills='optimizer'"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind", fills="optimizer"))
+        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind", piece=Piece("optimizer", 99, THROW_AWAY.call)))
     with pytest.raises(ValueError, match="needs `call`"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call", call=""))
+        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call", piece=Piece("model", 99, "")))
     assert "bad_kind" not in lessons.EXERCISES and "no_call" not in lessons.EXERCISES
 
 

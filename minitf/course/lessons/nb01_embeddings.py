@@ -8,7 +8,7 @@ from torch import nn
 from ...core.config import Config
 from ...core.model import Transformer, count_parameters, format_parameter_table, parameter_table
 from ..cases import random_case as _rand
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece
 
 
 def _embed_cases():
@@ -55,8 +55,7 @@ EXERCISES = [
              own_work="indexing the table with the ids (table[ids]) or a one-hot product "
                       "(F.one_hot(ids, 256).to(table.dtype) @ table) is fine: F.embedding and "
                       "nn.Embedding are the lookup itself",
-             fills="model", order=0,
-             call='embed(ids, table) → (B, T, C)'),
+             piece=Piece("model", 0, 'embed(ids, table) → (B, T, C)')),
     Exercise("count_parameters", "01", "where the 2,648 numbers of the tiny model are", 2, 10,
              lambda config: count_parameters(Transformer(config)), _count_cases,
              "go piece by piece and multiply what one layer holds by n_layers: every nn.Linear has a "

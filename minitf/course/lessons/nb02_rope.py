@@ -5,7 +5,7 @@ import torch
 
 from ...core.rope import apply_rope, rope_angles, rope_frequencies
 from ..cases import named_slip as _named_slip, random_case as _rand
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece
 
 
 def _rope_slips(x, cos, sin):
@@ -46,6 +46,5 @@ EXERCISES = [
              library={apply_rope: "minitf.apply_rope"},
              own_work="*, − and + on strided slices (x[..., 0::2]), torch.stack, torch.empty_like "
                       "and complex numbers are fine: minitf.apply_rope is the rotation itself",
-             fills="model", order=1,
-             call='apply_rope(x, cos, sin) → x with each pair rotated'),
+             piece=Piece("model", 1, 'apply_rope(x, cos, sin) → x with each pair rotated')),
 ]

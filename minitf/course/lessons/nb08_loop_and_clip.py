@@ -13,7 +13,7 @@ from ...core.evaluate import masked_loss
 from ...core.train import lr_at, train
 from .. import training_checks
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece
 from ..training_checks import reference_loop
 
 
@@ -204,8 +204,8 @@ EXERCISES = [
                       train: "minitf.train"},
              own_work="a for loop, the functions you are given and list.append are fine: "
                       "minitf.train is a loop itself",
-             fills="training", order=5,
-             call='train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate) → history'),
+             piece=Piece("training", 5,
+                         'train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate) → history')),
     Exercise("clip_gradients", "08", "gradient clipping: one norm over all the gradients, scaled "
              "down to max_norm only when above it", 2, 10, training_checks.torch_clip,
              _clip_cases,
@@ -237,7 +237,7 @@ EXERCISES = [
              own_work="p.grad, ** 2, .sum(), torch.sqrt (or .norm() on one tensor) and .mul_ are "
                       "fine (the one norm and the only-when-above are the exercise): "
                       "torch.nn.utils.clip_grad_norm_ is clipping itself",
-             fills="training", order=1,
-             call='clip_gradients(parameters, max_norm): one norm over all gradients, scaled down to max_norm when above it',
+             piece=Piece("training", 1,
+                         'clip_gradients(parameters, max_norm): one norm over all gradients, scaled down to max_norm when above it'),
              optional=True),
 ]

@@ -13,7 +13,7 @@ from ...core.evaluate import masked_loss
 from ...core.tokens import IGNORE
 from ...core.train import train, train_step
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece
 
 
 # --- 1 · the output-only cross-entropy -------------------------------------------------------------
@@ -152,8 +152,8 @@ EXERCISES = [
              own_work="torch.log_softmax (or logsumexp), gather, torch.where and sums are fine (the "
                       "mask and the mean are the exercise): F.cross_entropy and minitf.masked_loss are "
                       "the loss itself",
-             fills="training", order=0,
-             call='output_loss(logits, targets) → mean cross-entropy over the output part'),
+             piece=Piece("training", 0,
+                         'output_loss(logits, targets) → mean cross-entropy over the output part')),
     Exercise("train_step", "08", "one training step: zero_grad, forward, loss, backward, clip, step",
              2, 10, _minitf_train_step, _step_cases,
              "clear the old gradients first (optimizer.zero_grad()), then loss = loss_fn(model(ids), "
@@ -169,6 +169,5 @@ EXERCISES = [
                       "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "
                       "the exercise): "
                       "minitf's train_step is the step itself",
-             fills="training", order=2,
-             call='train_step(model, optimizer, ids, targets, loss_fn, clip) → loss'),
+             piece=Piece("training", 2, 'train_step(model, optimizer, ids, targets, loss_fn, clip) → loss')),
 ]
