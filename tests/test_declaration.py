@@ -8,7 +8,7 @@ import torch.nn.functional as F
 import minitf
 from minitf.course import lessons, my_parts, parts
 from minitf.course.cases import first_slip, random_case
-from minitf.course.declaration import Exercise, Piece
+from minitf.course.declaration import Exercise, Piece, refused
 
 
 def _lookup_cases():
@@ -104,3 +104,18 @@ def test_the_registries_are_the_declarations_that_fill_a_piece():
     assert sorted(minitf.training_parts.TRAINING_PIECES) == sorted(training)
     assert list(minitf.training_parts.TrainingParts.__dataclass_fields__)[:-1] == \
         list(minitf.training_parts.TRAINING_PIECES)
+
+
+def test_refused_derives_the_name_a_learner_types_and_asks_for_one_it_cannot():
+    from torch import nn
+
+    from minitf.core.generate import next_token
+    derived = refused(F.softmax, torch.softmax, torch.Tensor.softmax, nn.Softmax.forward,
+                      minitf.attention, minitf.LayerNorm.forward, minitf.LayerNorm.formula,
+                      (F.embedding, "the lookup"))
+    assert list(derived.values()) == ["F.softmax", "torch.softmax", ".softmax()", "nn.Softmax",
+                                      "minitf.attention", "minitf.LayerNorm",
+                                      "minitf.LayerNorm.formula", "the lookup"]
+    assert refused(next_token) == {next_token: "minitf.core.generate.next_token"}
+    with pytest.raises(ValueError, match=r"refused\(torch\._C\._special\.special_softmax\).*\(function, "):
+        refused(torch.special.softmax)

@@ -10,7 +10,7 @@ from ...core.config import Config
 from ...core.rope import apply_rope, rope_angles
 from ..cases import (merge_heads as _merge_heads, named_slip as _named_slip, random_case as _rand,
                      split_heads as _split_heads)
-from ..declaration import Exercise, Piece
+from ..declaration import Exercise, Piece, refused
 
 
 def _attention_cases():
@@ -123,9 +123,8 @@ EXERCISES = [
                  "mask_diagonal": "compare with >, not >=: position i may look at itself",
                  "transpose": "rows are queries i, columns are keys j: hide j > i (above the diagonal)",
                  "dtype": "build it from a comparison (j > i gives bools) or pass dtype=torch.bool"}},
-             library={causal_mask: "minitf.causal_mask",
-                      nn.Transformer.generate_square_subsequent_mask:
-                          "nn.Transformer.generate_square_subsequent_mask"},
+             library=refused(causal_mask, (nn.Transformer.generate_square_subsequent_mask,
+                                           "nn.Transformer.generate_square_subsequent_mask")),
              own_work="torch.arange and a comparison, or torch.triu / torch.tril with the right "
                       "diagonal, are fine (choosing what to hide is the exercise): minitf.causal_mask "
                       "is the mask itself",
@@ -147,12 +146,10 @@ EXERCISES = [
                  "raised": "x.max(-1, keepdim=True) returns (values, indices): take .values, or "
                            "use x.amax(-1, keepdim=True); keepdim=True lines the row's maximum up "
                            "with its entries"}},
-             library={torch.softmax: "torch.softmax", F.softmax: "F.softmax",
-                      torch.Tensor.softmax: ".softmax()", torch.log_softmax: "torch.log_softmax",
-                      F.log_softmax: "F.log_softmax", torch.Tensor.log_softmax: ".log_softmax()",
-                      torch.special.softmax: "torch.special.softmax",
-                      torch.logsumexp: "torch.logsumexp", torch.Tensor.logsumexp: ".logsumexp()",
-                      nn.Softmax.forward: "nn.Softmax"},
+             library=refused(torch.softmax, F.softmax, torch.Tensor.softmax, torch.log_softmax,
+                             F.log_softmax, torch.Tensor.log_softmax,
+                             (torch.special.softmax, "torch.special.softmax"), torch.logsumexp,
+                             torch.Tensor.logsumexp, nn.Softmax.forward),
              own_work=".amax (or .max(...).values), - , .exp(), .sum and / are fine (the stable "
                       "form is the exercise): torch.softmax, F.softmax and .softmax() are the "
                       "softmax itself",
@@ -173,11 +170,9 @@ EXERCISES = [
                  "results_swapped": "return (output, weights), in this order",
                  "not_finite": "a row whose every entry is hidden gives NaN (softmax of all −inf): use "
                                "the mask you are given; position i always sees itself"}},
-             library={attention: "minitf.attention",
-                      F.scaled_dot_product_attention: "F.scaled_dot_product_attention",
-                      F.multi_head_attention_forward: "F.multi_head_attention_forward",
-                      nn.MultiheadAttention.forward: "nn.MultiheadAttention",
-                      MultiHeadAttention.attend: "minitf.MultiHeadAttention.attend"},
+             library=refused(attention, F.scaled_dot_product_attention,
+                             F.multi_head_attention_forward, nn.MultiheadAttention.forward,
+                             MultiHeadAttention.attend),
              own_work="@, .transpose, masked_fill and your my_softmax (or torch.softmax, "
                       "F.softmax) are fine (putting them together is the exercise): minitf.attention "
                       "and F.scaled_dot_product_attention are attention itself",
@@ -198,9 +193,8 @@ EXERCISES = [
                                  "the split",
                  "raised": "split first, (B, T, H·hd) → view(B, T, H, hd) → transpose(1, 2) → "
                            "(B, H, T, hd): RoPE and attention work on each head's (T, hd)"}},
-             library={MultiHeadAttention.forward: "minitf.MultiHeadAttention (its forward)",
-                      F.multi_head_attention_forward: "F.multi_head_attention_forward",
-                      nn.MultiheadAttention.forward: "nn.MultiheadAttention"},
+             library=refused((MultiHeadAttention.forward, "minitf.MultiHeadAttention (its forward)"),
+                             F.multi_head_attention_forward, nn.MultiheadAttention.forward),
              own_work="attn.qkv, attn.out, attn.rotate, .view, .transpose, .reshape and your "
                       "my_attention and my_causal_mask are fine (the heads are the exercise): the "
                       "module's own forward is the answer itself",

@@ -13,7 +13,7 @@ from ...core.evaluate import masked_loss
 from ...core.train import lr_at, train
 from .. import training_checks
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
-from ..declaration import Exercise, Piece
+from ..declaration import Exercise, Piece, refused
 from ..training_checks import reference_loop
 
 
@@ -200,8 +200,7 @@ EXERCISES = [
                                     "before the step",
                  "_one_batch": "ids, targets = next_batch() inside the loop",
                  "_validation_steps": "if (step + 1) % eval_every == 0: validate, with 'step': step + 1"}},
-             library={training_checks.reference_loop: "minitf.course.training_checks.reference_loop",
-                      train: "minitf.train"},
+             library=refused(training_checks.reference_loop, train),
              own_work="a for loop, the functions you are given and list.append are fine: "
                       "minitf.train is a loop itself",
              piece=Piece("training", 5,
@@ -228,12 +227,15 @@ EXERCISES = [
                                 "then work on that list; scale with g.mul_(…) so the change stays "
                                 "in p.grad",
                  "raised": "a parameter may have no gradient (p.grad is None): leave it out"}},
-             library={_inspect.unwrap(_clip_grad.clip_grad_norm_): "torch.nn.utils.clip_grad_norm_",
-                      _inspect.unwrap(_clip_grad.clip_grad_norm): "torch.nn.utils.clip_grad_norm",
-                      _inspect.unwrap(torch.nn.utils.get_total_norm): "torch.nn.utils.get_total_norm",
-                      _inspect.unwrap(torch.nn.utils.clip_grads_with_norm_):
-                          "torch.nn.utils.clip_grads_with_norm_",
-                      training_checks.torch_clip: "minitf.course.training_checks.torch_clip"},
+             library=refused((_inspect.unwrap(_clip_grad.clip_grad_norm_),
+                              "torch.nn.utils.clip_grad_norm_"),
+                             (_inspect.unwrap(_clip_grad.clip_grad_norm),
+                              "torch.nn.utils.clip_grad_norm"),
+                             (_inspect.unwrap(torch.nn.utils.get_total_norm),
+                              "torch.nn.utils.get_total_norm"),
+                             (_inspect.unwrap(torch.nn.utils.clip_grads_with_norm_),
+                              "torch.nn.utils.clip_grads_with_norm_"),
+                             training_checks.torch_clip),
              own_work="p.grad, ** 2, .sum(), torch.sqrt (or .norm() on one tensor) and .mul_ are "
                       "fine (the one norm and the only-when-above are the exercise): "
                       "torch.nn.utils.clip_grad_norm_ is clipping itself",
