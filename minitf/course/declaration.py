@@ -105,10 +105,10 @@ class Exercise:
 def refused(*functions) -> dict:
     """An exercise's `library` ({function: the name a refusal shows}) without writing each name
     twice: a function's name is the one a learner would type for it, derived from where it lives
-    (F.x, torch.x, .x() for a tensor method, nn.X for a torch module's forward,
-    minitf.x, minitf.X or minitf.X.method for what minitf exports, the module's path for the rest
-    of minitf); a (function, name) pair gives the name where that rule does not (torch's
-    submodules, a name the learner knows it by, a longer description)."""
+    (F.x, torch.x, .x() for a tensor method, nn.X for a torch module's forward, the module's path
+    for minitf's own: minitf.core.train.lr_at); a (function, name) pair gives the name where that
+    rule does not (the face's shorter minitf.x, torch's submodules, a longer description). The
+    course wing never imports the face (tests/test_architecture.py), so the face's names are given."""
     return dict(item if isinstance(item, tuple) else (item, _typed_name(item)) for item in functions)
 
 
@@ -117,19 +117,15 @@ def _typed_name(fn: Callable) -> str:
     import torch.nn.functional as F
     from torch import nn
 
-    import minitf
-
     owner, _, name = fn.__qualname__.rpartition(".")
     if name == "forward" and getattr(getattr(nn, owner, None), "forward", None) is fn:
         return f"nn.{owner}"
-    if getattr(getattr(minitf, owner, None), name, None) is fn:  # a method of a class minitf exports
-        return f"minitf.{owner}" if name == "forward" else f"minitf.{owner}.{name}"
-    for prefix, where in (("F.", F), ("torch.", torch), ("minitf.", minitf)):
+    for prefix, where in (("F.", F), ("torch.", torch)):
         if getattr(where, name, None) is fn:
             return prefix + name
     if getattr(torch.Tensor, name, None) is fn:
         return f".{name}()"
-    if fn.__module__.startswith("minitf."):  # not exported at the top: its module's path
+    if fn.__module__.startswith("minitf."):
         return f"{fn.__module__}.{fn.__qualname__}"
     raise ValueError(f"refused({fn.__module__}.{fn.__qualname__}): no name to derive for it; "
                      f"give it as (function, 'the name a learner would type')")

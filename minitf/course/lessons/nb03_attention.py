@@ -123,8 +123,9 @@ EXERCISES = [
                  "mask_diagonal": "compare with >, not >=: position i may look at itself",
                  "transpose": "rows are queries i, columns are keys j: hide j > i (above the diagonal)",
                  "dtype": "build it from a comparison (j > i gives bools) or pass dtype=torch.bool"}},
-             library=refused(causal_mask, (nn.Transformer.generate_square_subsequent_mask,
-                                           "nn.Transformer.generate_square_subsequent_mask")),
+             library=refused((causal_mask, "minitf.causal_mask"),
+                             (nn.Transformer.generate_square_subsequent_mask,
+                              "nn.Transformer.generate_square_subsequent_mask")),
              own_work="torch.arange and a comparison, or torch.triu / torch.tril with the right "
                       "diagonal, are fine (choosing what to hide is the exercise): minitf.causal_mask "
                       "is the mask itself",
@@ -170,9 +171,9 @@ EXERCISES = [
                  "results_swapped": "return (output, weights), in this order",
                  "not_finite": "a row whose every entry is hidden gives NaN (softmax of all −inf): use "
                                "the mask you are given; position i always sees itself"}},
-             library=refused(attention, F.scaled_dot_product_attention,
+             library=refused((attention, "minitf.attention"), F.scaled_dot_product_attention,
                              F.multi_head_attention_forward, nn.MultiheadAttention.forward,
-                             MultiHeadAttention.attend),
+                             (MultiHeadAttention.attend, "minitf.MultiHeadAttention.attend")),
              own_work="@, .transpose, masked_fill and your my_softmax (or torch.softmax, "
                       "F.softmax) are fine (putting them together is the exercise): minitf.attention "
                       "and F.scaled_dot_product_attention are attention itself",

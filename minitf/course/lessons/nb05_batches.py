@@ -39,7 +39,7 @@ EXERCISES = [
              options={"hints_by_diagnosis": {
                  "padding": "ids are padded with PAD = 0; IGNORE = −100 only goes into targets",
                  "results_swapped": "return (ids, targets), in this order"}},
-             library=refused(make_batch),
+             library=refused((make_batch, "minitf.make_batch")),
              own_work="minitf.sequence(pair), torch.full and torch.tensor are fine (the padding and "
                       "the output-only targets are the exercise): minitf.make_batch is the batch itself",
              piece=Piece("model", 12, 'make_batch(pairs) → (ids, targets)')),

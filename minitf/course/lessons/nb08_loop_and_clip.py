@@ -200,7 +200,7 @@ EXERCISES = [
                                     "before the step",
                  "_one_batch": "ids, targets = next_batch() inside the loop",
                  "_validation_steps": "if (step + 1) % eval_every == 0: validate, with 'step': step + 1"}},
-             library=refused(training_checks.reference_loop, train),
+             library=refused(training_checks.reference_loop, (train, "minitf.train")),
              own_work="a for loop, the functions you are given and list.append are fine: "
                       "minitf.train is a loop itself",
              piece=Piece("training", 5,

@@ -146,8 +146,8 @@ EXERCISES = [
                                          "log-probabilities; then gather the target's",
                  "raised": "gather needs a valid index everywhere: torch.where(keep, targets, 0) "
                            "replaces IGNORE (−100) by any byte; the mask then drops those positions"}},
-             library=refused(F.cross_entropy, F.nll_loss, masked_loss, nn.CrossEntropyLoss.forward,
-                             nn.NLLLoss.forward),
+             library=refused(F.cross_entropy, F.nll_loss, (masked_loss, "minitf.masked_loss"),
+                             nn.CrossEntropyLoss.forward, nn.NLLLoss.forward),
              own_work="torch.log_softmax (or logsumexp), gather, torch.where and sums are fine (the "
                       "mask and the mean are the exercise): F.cross_entropy and minitf.masked_loss are "
                       "the loss itself",
@@ -163,7 +163,7 @@ EXERCISES = [
                  "_no_clip": "my_clip_gradients(model.parameters(), clip) between backward() and "
                              "step()",
                  "_step_order": "the order is zero_grad, forward, loss, backward, clip, step"}},
-             library=refused(train_step, train),
+             library=refused(train_step, (train, "minitf.train")),
              own_work="model(ids), loss_fn, .backward(), optimizer.zero_grad() and .step(), your "
                       "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "
                       "the exercise): "
