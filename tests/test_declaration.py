@@ -117,3 +117,24 @@ def test_refused_derives_the_name_a_learner_types_and_asks_for_one_it_cannot():
                                       "minitf.core.norms.LayerNorm.formula", "minitf.attention"]
     with pytest.raises(ValueError, match=r"refused\(torch\._C\._special\.special_softmax\).*\(function, "):
         refused(torch.special.softmax)
+
+
+# a refusal's name from before the face names were checked: next_token is minitf.core.generate's,
+# not the face's; the name stays as learners have seen it
+NOT_ON_THE_FACE = {"minitf.next_token"}
+
+
+def test_a_face_name_in_a_refusal_is_on_the_face():
+    """`on_face(fn)` names fn minitf.<its qualified name>: the face must have it there."""
+    from minitf.course.declaration import on_face
+    checked = 0
+    for ex in lessons.EXERCISES.values():
+        for fn, name in ex.library.items():
+            if (fn, name) != on_face(fn) or name in NOT_ON_THE_FACE:
+                continue
+            found = minitf
+            for part in name.removeprefix("minitf.").split("."):
+                found = getattr(found, part)
+            assert (found.forward if isinstance(found, type) else found) is fn, (ex.name, name)
+            checked += 1
+    assert checked >= 15

@@ -107,9 +107,17 @@ def refused(*functions) -> dict:
     twice: a function's name is the one a learner would type for it, derived from where it lives
     (F.x, torch.x, .x() for a tensor method, nn.X for a torch module's forward, the module's path
     for minitf's own: minitf.core.train.lr_at); a (function, name) pair gives the name where that
-    rule does not (the face's shorter minitf.x, torch's submodules, a longer description). The
-    course wing never imports the face (tests/test_architecture.py), so the face's names are given."""
+    rule does not (torch's submodules, a longer description), or `on_face(fn)` where the learner
+    knows it by the face's shorter minitf.x: the course wing does not import the face
+    (tests/test_architecture.py), so it cannot look the face's names up."""
     return dict(item if isinstance(item, tuple) else (item, _typed_name(item)) for item in functions)
+
+
+def on_face(fn: Callable) -> tuple[Callable, str]:
+    """A minitf function, class method or module forward the learner reaches on the face, named so:
+    attention → "minitf.attention", FeedForward.forward → "minitf.FeedForward",
+    LayerNorm.formula → "minitf.LayerNorm.formula" (tests/test_declaration.py checks the face has it)."""
+    return fn, "minitf." + fn.__qualname__.removesuffix(".forward")
 
 
 def _typed_name(fn: Callable) -> str:

@@ -8,7 +8,7 @@ from torch import nn
 from ...core.config import Config
 from ...core.model import Transformer, count_parameters, format_parameter_table, parameter_table
 from ..cases import random_case as _rand
-from ..declaration import Exercise, Piece, refused
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 def _embed_cases():
@@ -62,9 +62,9 @@ EXERCISES = [
              "output head are separate tables",
              options={"explain_difference": _count_differences},
              library=refused((Transformer.__init__, "minitf.Transformer(config) (it builds the model)"),
-                             (count_parameters, "minitf.count_parameters"),
-                             (parameter_table, "minitf.parameter_table"),
-                             (format_parameter_table, "minitf.format_parameter_table"),
+                             on_face(count_parameters),
+                             on_face(parameter_table),
+                             on_face(format_parameter_table),
                              (nn.Module.__init__, "a torch.nn module (it builds part of a model)"),
                              (nn.Module.parameters, ".parameters()"),
                              (nn.Module.named_parameters, ".named_parameters()"),

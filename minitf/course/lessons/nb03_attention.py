@@ -10,7 +10,7 @@ from ...core.config import Config
 from ...core.rope import apply_rope, rope_angles
 from ..cases import (merge_heads as _merge_heads, named_slip as _named_slip, random_case as _rand,
                      split_heads as _split_heads)
-from ..declaration import Exercise, Piece, refused
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 def _attention_cases():
@@ -123,7 +123,7 @@ EXERCISES = [
                  "mask_diagonal": "compare with >, not >=: position i may look at itself",
                  "transpose": "rows are queries i, columns are keys j: hide j > i (above the diagonal)",
                  "dtype": "build it from a comparison (j > i gives bools) or pass dtype=torch.bool"}},
-             library=refused((causal_mask, "minitf.causal_mask"),
+             library=refused(on_face(causal_mask),
                              (nn.Transformer.generate_square_subsequent_mask,
                               "nn.Transformer.generate_square_subsequent_mask")),
              own_work="torch.arange and a comparison, or torch.triu / torch.tril with the right "
@@ -171,9 +171,9 @@ EXERCISES = [
                  "results_swapped": "return (output, weights), in this order",
                  "not_finite": "a row whose every entry is hidden gives NaN (softmax of all −inf): use "
                                "the mask you are given; position i always sees itself"}},
-             library=refused((attention, "minitf.attention"), F.scaled_dot_product_attention,
+             library=refused(on_face(attention), F.scaled_dot_product_attention,
                              F.multi_head_attention_forward, nn.MultiheadAttention.forward,
-                             (MultiHeadAttention.attend, "minitf.MultiHeadAttention.attend")),
+                             on_face(MultiHeadAttention.attend)),
              own_work="@, .transpose, masked_fill and your my_softmax (or torch.softmax, "
                       "F.softmax) are fine (putting them together is the exercise): minitf.attention "
                       "and F.scaled_dot_product_attention are attention itself",

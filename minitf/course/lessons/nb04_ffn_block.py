@@ -11,7 +11,7 @@ from ...core.model import Block
 from ...core.norms import LayerNorm, RMSNorm
 from ...core.rope import rope_angles
 from ..cases import first_slip as _first_slip, named_slip as _named_slip, random_case as _rand
-from ..declaration import Exercise, Piece, refused
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 def _norm_slips(x, weight, bias, eps):
@@ -209,8 +209,8 @@ EXERCISES = [
                                 "* weight + bias",
                  "_eps_outside_sqrt": "torch.sqrt(var + eps): eps keeps the square root away from 0"}},
              library=refused(F.layer_norm, torch.layer_norm, torch.native_layer_norm,
-                             nn.LayerNorm.forward, (LayerNorm.forward, "minitf.LayerNorm"),
-                             (LayerNorm.formula, "minitf.LayerNorm.formula")),
+                             nn.LayerNorm.forward, on_face(LayerNorm.forward),
+                             on_face(LayerNorm.formula)),
              own_work="x.mean, x.var(unbiased=False), torch.sqrt and torch.rsqrt are fine (the "
                       "formula is the exercise): F.layer_norm and nn.LayerNorm are LayerNorm itself",
              piece=Piece("model", 6, 'layer_norm(x, weight, bias, eps)')),
@@ -223,7 +223,7 @@ EXERCISES = [
                  "_eps_outside_sqrt": "torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps): eps inside "
                                       "the square root"}},
              library=refused(F.rms_norm, torch.rms_norm, nn.RMSNorm.forward,
-                             (RMSNorm.forward, "minitf.RMSNorm")),
+                             on_face(RMSNorm.forward)),
              own_work="x ** 2, .mean, torch.sqrt and torch.rsqrt are fine (the formula is the "
                       "exercise): F.rms_norm and nn.RMSNorm are RMSNorm itself",
              piece=Piece("model", 7, 'rms_norm(x, weight, eps)'),
@@ -238,7 +238,7 @@ EXERCISES = [
                               "hidden @ w_down.T + b_down after it",
                  "_relu_placement": "one ReLU, between the two maps: relu(x @ w_up.T + b_up), then "
                                     "the second map"}},
-             library=refused((FeedForward.forward, "minitf.FeedForward")),
+             library=refused(on_face(FeedForward.forward)),
              own_work="F.linear (or x @ W.T + b) and torch.relu are fine (the FFN's shape, two maps "
                       "with a ReLU between, is the exercise): minitf.FeedForward is the FFN itself",
              piece=Piece("model", 8, 'feed_forward(x, w_up, b_up, w_down, b_down), ReLU')),
@@ -252,7 +252,7 @@ EXERCISES = [
                  "_swiglu_activation": "F.silu(x @ w_up.T) (SiLU = x·σ(x)), then times the gate",
                  "raised": "nn.Linear stores W as (out, in): x @ w.T; up and gate are (d_ff, C), "
                            "down is (C, d_ff)"}},
-             library=refused((FeedForward.forward, "minitf.FeedForward")),
+             library=refused(on_face(FeedForward.forward)),
              own_work="F.silu (or x * torch.sigmoid(x)), @ and F.linear are fine (the gate is the "
                       "exercise): minitf.FeedForward with ffn_gate is SwiGLU itself",
              piece=Piece("model", 9,

@@ -7,7 +7,7 @@ import torch
 from ...core.data import Pair, make_batch, make_pairs
 from ...core.rope import position_ids
 from ...core.tokens import EOS, PAD, TAB
-from ..declaration import Exercise, Piece, refused
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 def _batch_cases():
@@ -39,7 +39,7 @@ EXERCISES = [
              options={"hints_by_diagnosis": {
                  "padding": "ids are padded with PAD = 0; IGNORE = −100 only goes into targets",
                  "results_swapped": "return (ids, targets), in this order"}},
-             library=refused((make_batch, "minitf.make_batch")),
+             library=refused(on_face(make_batch)),
              own_work="minitf.sequence(pair), torch.full and torch.tensor are fine (the padding and "
                       "the output-only targets are the exercise): minitf.make_batch is the batch itself",
              piece=Piece("model", 12, 'make_batch(pairs) → (ids, targets)')),

@@ -13,7 +13,7 @@ from ...core.evaluate import masked_loss
 from ...core.train import lr_at, train
 from .. import training_checks
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
-from ..declaration import Exercise, Piece, refused
+from ..declaration import Exercise, Piece, on_face, refused
 from ..training_checks import reference_loop
 
 
@@ -200,7 +200,7 @@ EXERCISES = [
                                     "before the step",
                  "_one_batch": "ids, targets = next_batch() inside the loop",
                  "_validation_steps": "if (step + 1) % eval_every == 0: validate, with 'step': step + 1"}},
-             library=refused(training_checks.reference_loop, (train, "minitf.train")),
+             library=refused(training_checks.reference_loop, on_face(train)),
              own_work="a for loop, the functions you are given and list.append are fine: "
                       "minitf.train is a loop itself",
              piece=Piece("training", 5,

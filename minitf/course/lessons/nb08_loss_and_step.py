@@ -13,7 +13,7 @@ from ...core.evaluate import masked_loss
 from ...core.tokens import IGNORE
 from ...core.train import train, train_step
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
-from ..declaration import Exercise, Piece, refused
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 # --- 1 · the output-only cross-entropy -------------------------------------------------------------
@@ -146,7 +146,7 @@ EXERCISES = [
                                          "log-probabilities; then gather the target's",
                  "raised": "gather needs a valid index everywhere: torch.where(keep, targets, 0) "
                            "replaces IGNORE (−100) by any byte; the mask then drops those positions"}},
-             library=refused(F.cross_entropy, F.nll_loss, (masked_loss, "minitf.masked_loss"),
+             library=refused(F.cross_entropy, F.nll_loss, on_face(masked_loss),
                              nn.CrossEntropyLoss.forward, nn.NLLLoss.forward),
              own_work="torch.log_softmax (or logsumexp), gather, torch.where and sums are fine (the "
                       "mask and the mean are the exercise): F.cross_entropy and minitf.masked_loss are "
@@ -163,7 +163,7 @@ EXERCISES = [
                  "_no_clip": "my_clip_gradients(model.parameters(), clip) between backward() and "
                              "step()",
                  "_step_order": "the order is zero_grad, forward, loss, backward, clip, step"}},
-             library=refused(train_step, (train, "minitf.train")),
+             library=refused(train_step, on_face(train)),
              own_work="model(ids), loss_fn, .backward(), optimizer.zero_grad() and .step(), your "
                       "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "
                       "the exercise): "
