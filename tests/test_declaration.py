@@ -8,7 +8,7 @@ import torch.nn.functional as F
 import minitf
 from minitf.course import lessons, my_parts, parts
 from minitf.course.cases import first_slip, random_case
-from minitf.course.declaration import Exercise
+from minitf.course.declaration import Exercise, Piece, refused
 
 
 def _lookup_cases():
@@ -25,7 +25,7 @@ THROW_AWAY = Exercise(
     lambda ids, table: F.embedding(ids, table), _lookup_cases, "row b of the table is byte b's vector",
     options={"diagnoses": _lookup_slips}, library={F.embedding: "F.embedding"},
     own_work="indexing the table is fine: F.embedding is the lookup itself",
-    fills="model", order=99, call="throw_away_lookup(ids, table) → (B, T, C)")
+    piece=Piece("model", 99, "throw_away_lookup(ids, table) → (B, T, C)"))
 
 
 @pytest.fixture
@@ -84,9 +84,9 @@ def test_a_name_declared_twice_is_refused_naming_where(declared):
 def test_a_piece_needs_a_known_kind_and_its_call():
     import dataclasses
     with pytest.raises(ValueError, match="fills='optimizer'"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind", fills="optimizer"))
+        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind", piece=Piece("optimizer", 99, THROW_AWAY.call)))
     with pytest.raises(ValueError, match="needs `call`"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call", call=""))
+        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call", piece=Piece("model", 99, "")))
     assert "bad_kind" not in lessons.EXERCISES and "no_call" not in lessons.EXERCISES
 
 
@@ -104,3 +104,37 @@ def test_the_registries_are_the_declarations_that_fill_a_piece():
     assert sorted(minitf.training_parts.TRAINING_PIECES) == sorted(training)
     assert list(minitf.training_parts.TrainingParts.__dataclass_fields__)[:-1] == \
         list(minitf.training_parts.TRAINING_PIECES)
+
+
+def test_refused_derives_the_name_a_learner_types_and_asks_for_one_it_cannot():
+    from torch import nn
+
+    from minitf.core.generate import next_token
+    derived = refused(F.softmax, torch.softmax, torch.Tensor.softmax, nn.Softmax.forward,
+                      next_token, minitf.LayerNorm.formula, (minitf.attention, "minitf.attention"))
+    assert list(derived.values()) == ["F.softmax", "torch.softmax", ".softmax()", "nn.Softmax",
+                                      "minitf.core.generate.next_token",
+                                      "minitf.core.norms.LayerNorm.formula", "minitf.attention"]
+    with pytest.raises(ValueError, match=r"refused\(torch\._C\._special\.special_softmax\).*\(function, "):
+        refused(torch.special.softmax)
+
+
+# a refusal's name from before the face names were checked: next_token is minitf.core.generate's,
+# not the face's; the name stays as learners have seen it
+NOT_ON_THE_FACE = {"minitf.next_token"}
+
+
+def test_a_face_name_in_a_refusal_is_on_the_face():
+    """`on_face(fn)` names fn minitf.<its qualified name>: the face must have it there."""
+    from minitf.course.declaration import on_face
+    checked = 0
+    for ex in lessons.EXERCISES.values():
+        for fn, name in ex.library.items():
+            if (fn, name) != on_face(fn) or name in NOT_ON_THE_FACE:
+                continue
+            found = minitf
+            for part in name.removeprefix("minitf.").split("."):
+                found = getattr(found, part)
+            assert (found.forward if isinstance(found, type) else found) is fn, (ex.name, name)
+            checked += 1
+    assert checked >= 15

@@ -14,6 +14,15 @@ SOLUTION_WITHIN = 3    # … and the Solution block is in one of this many Markd
 
 
 @dataclass(frozen=True)
+class Piece:
+    """The piece of notebook 08 an exercise's answer becomes: the three facts go together (an order
+    or a call means nothing without the kind of piece), so a declaration gives them as one."""
+    fills: str                # "model" (Parts) or "training" (TrainingParts)
+    order: int                # its place among the pieces it joins
+    call: str                 # how the model or the training calls the piece
+
+
+@dataclass(frozen=True)
 class Exercise:
     """One exercise: what it teaches, its cases and slips, what it refuses, the piece it fills.
 
@@ -31,10 +40,10 @@ class Exercise:
     - `library` names the library functions the exercise re-creates (a call to one is refused) and
       `own_work` says, with the word "fine", which calls are the learner's to use.
 
-    A declaration with `fills` ("model" or "training") is a piece notebook 08 builds from: a passed
-    answer is saved to my_parts/ and `call` (how the model or the training calls it) and `order`
-    (its place in Parts, the order the model or training runs its pieces) go into PIECES or
-    TRAINING_PIECES. Adding an exercise is one declaration in its lesson module and its notebook cells.
+    A declaration with a `piece` (`Piece(fills, order, call)`, fills "model" or "training") is a
+    piece notebook 08 builds from: a passed answer is saved to my_parts/ and `call` (how the model or
+    the training calls it) and `order` (its place in Parts, the order the model or training runs its
+    pieces) go into PIECES or TRAINING_PIECES. Adding an exercise is one declaration in its lesson module and its notebook cells.
 
     `optional=True` marks an exercise the main path does not need: the course map counts its minutes
     apart ("+N min of optional exercises"), and where notebook 08 builds from saved pieces, an
@@ -63,12 +72,23 @@ class Exercise:
     # a piece that acts rather than computes (a training step, a schedule, a loop) is compared by
     # what it does: drive(fn, *case) runs it (on copies) and returns the numbers to compare
     drive: Callable | None = None
-    # the piece it fills for notebook 08: "model" (Parts), "training" (TrainingParts) or "" (none)
-    fills: str = ""
-    call: str = ""            # how the model or the training calls the piece
-    order: int = 0            # its place among the pieces it joins
+    # the piece of notebook 08 it fills (None: it fills none)
+    piece: Piece | None = None
     # not needed by the main path: its minutes are counted apart, and an unwritten piece is the library's
     optional: bool = False
+
+    @property
+    def fills(self) -> str:
+        """The kind of piece it fills: "model", "training" or "" (none)."""
+        return self.piece.fills if self.piece else ""
+
+    @property
+    def order(self) -> int:
+        return self.piece.order if self.piece else 0
+
+    @property
+    def call(self) -> str:
+        return self.piece.call if self.piece else ""
 
     @property
     def header(self) -> str:
@@ -80,3 +100,40 @@ class Exercise:
         """The reference solution a notebook's Solution block shows: solutions.my_<name>."""
         from . import solutions
         return getattr(solutions, f"my_{self.name}")
+
+
+def refused(*functions) -> dict:
+    """An exercise's `library` ({function: the name a refusal shows}) without writing each name
+    twice: a function's name is the one a learner would type for it, derived from where it lives
+    (F.x, torch.x, .x() for a tensor method, nn.X for a torch module's forward, the module's path
+    for minitf's own: minitf.core.train.lr_at); a (function, name) pair gives the name where that
+    rule does not (torch's submodules, a longer description), or `on_face(fn)` where the learner
+    knows it by the face's shorter minitf.x: the course wing does not import the face
+    (tests/test_architecture.py), so it cannot look the face's names up."""
+    return dict(item if isinstance(item, tuple) else (item, _typed_name(item)) for item in functions)
+
+
+def on_face(fn: Callable) -> tuple[Callable, str]:
+    """A minitf function, class method or module forward the learner reaches on the face, named so:
+    attention → "minitf.attention", FeedForward.forward → "minitf.FeedForward",
+    LayerNorm.formula → "minitf.LayerNorm.formula" (tests/test_declaration.py checks the face has it)."""
+    return fn, "minitf." + fn.__qualname__.removesuffix(".forward")
+
+
+def _typed_name(fn: Callable) -> str:
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    owner, _, name = fn.__qualname__.rpartition(".")
+    if name == "forward" and getattr(getattr(nn, owner, None), "forward", None) is fn:
+        return f"nn.{owner}"
+    for prefix, where in (("F.", F), ("torch.", torch)):
+        if getattr(where, name, None) is fn:
+            return prefix + name
+    if getattr(torch.Tensor, name, None) is fn:
+        return f".{name}()"
+    if fn.__module__.startswith("minitf."):
+        return f"{fn.__module__}.{fn.__qualname__}"
+    raise ValueError(f"refused({fn.__module__}.{fn.__qualname__}): no name to derive for it; "
+                     f"give it as (function, 'the name a learner would type')")

@@ -8,7 +8,7 @@ from torch import nn
 from ...core.config import Config
 from ...core.model import Transformer, count_parameters, format_parameter_table, parameter_table
 from ..cases import random_case as _rand
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 def _embed_cases():
@@ -50,27 +50,25 @@ EXERCISES = [
                            "table's dtype: F.one_hot(ids, 256).to(table.dtype) @ table",
                  "dtype_changed": "keep the table's dtype: table[ids] does; a one-hot product needs "
                                   "F.one_hot(ids, 256).to(table.dtype), not .double() or .float()"}},
-             library={F.embedding: "F.embedding", torch.embedding: "torch.embedding",
-                      nn.Embedding.forward: "nn.Embedding"},
+             library=refused(F.embedding, torch.embedding, nn.Embedding.forward),
              own_work="indexing the table with the ids (table[ids]) or a one-hot product "
                       "(F.one_hot(ids, 256).to(table.dtype) @ table) is fine: F.embedding and "
                       "nn.Embedding are the lookup itself",
-             fills="model", order=0,
-             call='embed(ids, table) → (B, T, C)'),
+             piece=Piece("model", 0, 'embed(ids, table) → (B, T, C)')),
     Exercise("count_parameters", "01", "where the 2,648 numbers of the tiny model are", 2, 10,
              lambda config: count_parameters(Transformer(config)), _count_cases,
              "go piece by piece and multiply what one layer holds by n_layers: every nn.Linear has a "
              "weight (out × in) and a bias (out); every LayerNorm a γ and a β; the embedding and the "
              "output head are separate tables",
              options={"explain_difference": _count_differences},
-             library={Transformer.__init__: "minitf.Transformer(config) (it builds the model)",
-                      count_parameters: "minitf.count_parameters",
-                      parameter_table: "minitf.parameter_table",
-                      format_parameter_table: "minitf.format_parameter_table",
-                      nn.Module.__init__: "a torch.nn module (it builds part of a model)",
-                      nn.Module.parameters: ".parameters()",
-                      nn.Module.named_parameters: ".named_parameters()",
-                      nn.Module.state_dict: ".state_dict()"},
+             library=refused((Transformer.__init__, "minitf.Transformer(config) (it builds the model)"),
+                             on_face(count_parameters),
+                             on_face(parameter_table),
+                             on_face(format_parameter_table),
+                             (nn.Module.__init__, "a torch.nn module (it builds part of a model)"),
+                             (nn.Module.parameters, ".parameters()"),
+                             (nn.Module.named_parameters, ".named_parameters()"),
+                             (nn.Module.state_dict, ".state_dict()")),
              own_work="arithmetic on config.vocab_size, d_model, n_layers and d_ff is fine, and all "
                       "you need: building the model (or any nn layer) and counting its .parameters() "
                       "is how the check gets the answer you are asked to work out",

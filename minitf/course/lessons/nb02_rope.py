@@ -5,7 +5,7 @@ import torch
 
 from ...core.rope import apply_rope, rope_angles, rope_frequencies
 from ..cases import named_slip as _named_slip, random_case as _rand
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 def _rope_slips(x, cos, sin):
@@ -43,9 +43,8 @@ EXERCISES = [
                  "_cos_sin_swapped": "a·cos − b·sin to the even slot, a·sin + b·cos to the odd one: "
                                      "cos multiplies the member that stays in its own slot",
                  "factor": "a rotation keeps the length: only cos and sin multiply, nothing else"}},
-             library={apply_rope: "minitf.apply_rope"},
+             library=refused(on_face(apply_rope)),
              own_work="*, − and + on strided slices (x[..., 0::2]), torch.stack, torch.empty_like "
                       "and complex numbers are fine: minitf.apply_rope is the rotation itself",
-             fills="model", order=1,
-             call='apply_rope(x, cos, sin) → x with each pair rotated'),
+             piece=Piece("model", 1, 'apply_rope(x, cos, sin) → x with each pair rotated')),
 ]

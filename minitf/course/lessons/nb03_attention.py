@@ -10,7 +10,7 @@ from ...core.config import Config
 from ...core.rope import apply_rope, rope_angles
 from ..cases import (merge_heads as _merge_heads, named_slip as _named_slip, random_case as _rand,
                      split_heads as _split_heads)
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 def _attention_cases():
@@ -123,14 +123,13 @@ EXERCISES = [
                  "mask_diagonal": "compare with >, not >=: position i may look at itself",
                  "transpose": "rows are queries i, columns are keys j: hide j > i (above the diagonal)",
                  "dtype": "build it from a comparison (j > i gives bools) or pass dtype=torch.bool"}},
-             library={causal_mask: "minitf.causal_mask",
-                      nn.Transformer.generate_square_subsequent_mask:
-                          "nn.Transformer.generate_square_subsequent_mask"},
+             library=refused(on_face(causal_mask),
+                             (nn.Transformer.generate_square_subsequent_mask,
+                              "nn.Transformer.generate_square_subsequent_mask")),
              own_work="torch.arange and a comparison, or torch.triu / torch.tril with the right "
                       "diagonal, are fine (choosing what to hide is the exercise): minitf.causal_mask "
                       "is the mask itself",
-             fills="model", order=2,
-             call='causal_mask(T) → (T, T) bool, True where i may not look at j'),
+             piece=Piece("model", 2, 'causal_mask(T) → (T, T) bool, True where i may not look at j')),
     Exercise("softmax", "03", "a softmax that does not overflow: subtract each row's maximum first",
              2, 10, lambda x: torch.softmax(x, dim=-1), _softmax_cases,
              "over the last dimension: e^(x − max) / Σ e^(x − max), with max = x.amax(-1, "
@@ -148,17 +147,14 @@ EXERCISES = [
                  "raised": "x.max(-1, keepdim=True) returns (values, indices): take .values, or "
                            "use x.amax(-1, keepdim=True); keepdim=True lines the row's maximum up "
                            "with its entries"}},
-             library={torch.softmax: "torch.softmax", F.softmax: "F.softmax",
-                      torch.Tensor.softmax: ".softmax()", torch.log_softmax: "torch.log_softmax",
-                      F.log_softmax: "F.log_softmax", torch.Tensor.log_softmax: ".log_softmax()",
-                      torch.special.softmax: "torch.special.softmax",
-                      torch.logsumexp: "torch.logsumexp", torch.Tensor.logsumexp: ".logsumexp()",
-                      nn.Softmax.forward: "nn.Softmax"},
+             library=refused(torch.softmax, F.softmax, torch.Tensor.softmax, torch.log_softmax,
+                             F.log_softmax, torch.Tensor.log_softmax,
+                             (torch.special.softmax, "torch.special.softmax"), torch.logsumexp,
+                             torch.Tensor.logsumexp, nn.Softmax.forward),
              own_work=".amax (or .max(...).values), - , .exp(), .sum and / are fine (the stable "
                       "form is the exercise): torch.softmax, F.softmax and .softmax() are the "
                       "softmax itself",
-             fills="model", order=3,
-             call='softmax(x) over the last dimension, stable (your attention calls it)'),
+             piece=Piece("model", 3, 'softmax(x) over the last dimension, stable (your attention calls it)')),
     Exercise("attention", "03", "scaled dot-product attention, with the mask, returning its weights",
              3, 20, attention, _attention_cases,
              "scores = q·kᵀ/√head_dim, the entries the mask marks True set to −inf before a softmax "
@@ -175,16 +171,13 @@ EXERCISES = [
                  "results_swapped": "return (output, weights), in this order",
                  "not_finite": "a row whose every entry is hidden gives NaN (softmax of all −inf): use "
                                "the mask you are given; position i always sees itself"}},
-             library={attention: "minitf.attention",
-                      F.scaled_dot_product_attention: "F.scaled_dot_product_attention",
-                      F.multi_head_attention_forward: "F.multi_head_attention_forward",
-                      nn.MultiheadAttention.forward: "nn.MultiheadAttention",
-                      MultiHeadAttention.attend: "minitf.MultiHeadAttention.attend"},
+             library=refused(on_face(attention), F.scaled_dot_product_attention,
+                             F.multi_head_attention_forward, nn.MultiheadAttention.forward,
+                             on_face(MultiHeadAttention.attend)),
              own_work="@, .transpose, masked_fill and your my_softmax (or torch.softmax, "
                       "F.softmax) are fine (putting them together is the exercise): minitf.attention "
                       "and F.scaled_dot_product_attention are attention itself",
-             fills="model", order=4,
-             call='attention(q, k, v, mask) → (output, weights)'),
+             piece=Piece("model", 4, 'attention(q, k, v, mask) → (output, weights)')),
     Exercise("multi_head_attention", "03", "multi-head attention's forward: project, split into "
              "heads, RoPE, attention, merge, project", 3, 20, _mha_reference, _mha_cases,
              "q, k, v = attn.qkv(x).split(H·hd, dim=-1), each .view(B, T, H, hd).transpose(1, 2); "
@@ -201,12 +194,11 @@ EXERCISES = [
                                  "the split",
                  "raised": "split first, (B, T, H·hd) → view(B, T, H, hd) → transpose(1, 2) → "
                            "(B, H, T, hd): RoPE and attention work on each head's (T, hd)"}},
-             library={MultiHeadAttention.forward: "minitf.MultiHeadAttention (its forward)",
-                      F.multi_head_attention_forward: "F.multi_head_attention_forward",
-                      nn.MultiheadAttention.forward: "nn.MultiheadAttention"},
+             library=refused((MultiHeadAttention.forward, "minitf.MultiHeadAttention (its forward)"),
+                             F.multi_head_attention_forward, nn.MultiheadAttention.forward),
              own_work="attn.qkv, attn.out, attn.rotate, .view, .transpose, .reshape and your "
                       "my_attention and my_causal_mask are fine (the heads are the exercise): the "
                       "module's own forward is the answer itself",
-             fills="model", order=5,
-             call='multi_head_attention(attn, x, cos, sin) → (output, weights): the projections and heads around your attention'),
+             piece=Piece("model", 5,
+                         'multi_head_attention(attn, x, cos, sin) → (output, weights): the projections and heads around your attention')),
 ]

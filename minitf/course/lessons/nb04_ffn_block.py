@@ -11,7 +11,7 @@ from ...core.model import Block
 from ...core.norms import LayerNorm, RMSNorm
 from ...core.rope import rope_angles
 from ..cases import first_slip as _first_slip, named_slip as _named_slip, random_case as _rand
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 def _norm_slips(x, weight, bias, eps):
@@ -208,14 +208,12 @@ EXERCISES = [
                  "_gamma_beta": "γ and β come last, in this order: (x − mean) / sqrt(var + eps) "
                                 "* weight + bias",
                  "_eps_outside_sqrt": "torch.sqrt(var + eps): eps keeps the square root away from 0"}},
-             library={F.layer_norm: "F.layer_norm", torch.layer_norm: "torch.layer_norm",
-                      torch.native_layer_norm: "torch.native_layer_norm",
-                      nn.LayerNorm.forward: "nn.LayerNorm", LayerNorm.forward: "minitf.LayerNorm",
-                      LayerNorm.formula: "minitf.LayerNorm.formula"},
+             library=refused(F.layer_norm, torch.layer_norm, torch.native_layer_norm,
+                             nn.LayerNorm.forward, on_face(LayerNorm.forward),
+                             on_face(LayerNorm.formula)),
              own_work="x.mean, x.var(unbiased=False), torch.sqrt and torch.rsqrt are fine (the "
                       "formula is the exercise): F.layer_norm and nn.LayerNorm are LayerNorm itself",
-             fills="model", order=6,
-             call='layer_norm(x, weight, bias, eps)'),
+             piece=Piece("model", 6, 'layer_norm(x, weight, bias, eps)')),
     Exercise("rms_norm", "04", "RMSNorm: LayerNorm without the centring and without β", 1, 5,
              lambda x, w, eps: F.rms_norm(x, w.shape, w, eps), lambda: _norm_cases(False),
              "divide by sqrt(mean(x²) + eps) over the last dimension (keepdim=True); no mean is "
@@ -224,12 +222,11 @@ EXERCISES = [
                  "_gamma_beta": "RMSNorm ends with × weight (γ): x / sqrt(mean(x²) + eps) * weight",
                  "_eps_outside_sqrt": "torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps): eps inside "
                                       "the square root"}},
-             library={F.rms_norm: "F.rms_norm", torch.rms_norm: "torch.rms_norm",
-                      nn.RMSNorm.forward: "nn.RMSNorm", RMSNorm.forward: "minitf.RMSNorm"},
+             library=refused(F.rms_norm, torch.rms_norm, nn.RMSNorm.forward,
+                             on_face(RMSNorm.forward)),
              own_work="x ** 2, .mean, torch.sqrt and torch.rsqrt are fine (the formula is the "
                       "exercise): F.rms_norm and nn.RMSNorm are RMSNorm itself",
-             fills="model", order=7,
-             call='rms_norm(x, weight, eps)',
+             piece=Piece("model", 7, 'rms_norm(x, weight, eps)'),
              optional=True),
     Exercise("feed_forward", "04", "the FFN: two linear maps with a ReLU between, per position",
              1, 5, lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd),
@@ -241,11 +238,10 @@ EXERCISES = [
                               "hidden @ w_down.T + b_down after it",
                  "_relu_placement": "one ReLU, between the two maps: relu(x @ w_up.T + b_up), then "
                                     "the second map"}},
-             library={FeedForward.forward: "minitf.FeedForward"},
+             library=refused(on_face(FeedForward.forward)),
              own_work="F.linear (or x @ W.T + b) and torch.relu are fine (the FFN's shape, two maps "
                       "with a ReLU between, is the exercise): minitf.FeedForward is the FFN itself",
-             fills="model", order=8,
-             call='feed_forward(x, w_up, b_up, w_down, b_down), ReLU'),
+             piece=Piece("model", 8, 'feed_forward(x, w_up, b_up, w_down, b_down), ReLU')),
     Exercise("swiglu", "04", "SwiGLU: the FFN's hidden units gated by a second projection of the input",
              2, 10, _swiglu_reference, _swiglu_cases,
              "three maps, no biases: hidden = silu(x @ w_up.T) * (x @ w_gate.T), element by element, "
@@ -256,11 +252,11 @@ EXERCISES = [
                  "_swiglu_activation": "F.silu(x @ w_up.T) (SiLU = x·σ(x)), then times the gate",
                  "raised": "nn.Linear stores W as (out, in): x @ w.T; up and gate are (d_ff, C), "
                            "down is (C, d_ff)"}},
-             library={FeedForward.forward: "minitf.FeedForward"},
+             library=refused(on_face(FeedForward.forward)),
              own_work="F.silu (or x * torch.sigmoid(x)), @ and F.linear are fine (the gate is the "
                       "exercise): minitf.FeedForward with ffn_gate is SwiGLU itself",
-             fills="model", order=9,
-             call='swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.modern_block.ffn_gate)',
+             piece=Piece("model", 9,
+                         'swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.modern_block.ffn_gate)'),
              optional=True),
     Exercise("block", "04", "the block: attention and FFN, each with its residual and its norm, "
              "pre-norm or post-norm", 3, 15, _block_reference, _block_cases,
@@ -276,10 +272,10 @@ EXERCISES = [
                  "_block_ffn_input": "the FFN reads h after h = h + a (pre) or h = norm1(h + a) (post)",
                  "_block_double_norm": "post-norm: attention reads h itself; the norm comes after "
                                        "the addition only"}},
-             library={Block.forward: "minitf.Block (its forward)"},
+             library=refused((Block.forward, "minitf.Block (its forward)")),
              own_work="block.attn, block.norm1, block.norm2, block.ffn, block.pre_norm and + are "
                       "fine (where the norms and the sums go is the exercise): the block's own "
                       "forward is the answer itself",
-             fills="model", order=10,
-             call='block(block, h, cos, sin) → (h, weights): the sub-layers, their residuals and norms'),
+             piece=Piece("model", 10,
+                         'block(block, h, cos, sin) → (h, weights): the sub-layers, their residuals and norms')),
 ]

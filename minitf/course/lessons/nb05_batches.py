@@ -7,7 +7,7 @@ import torch
 from ...core.data import Pair, make_batch, make_pairs
 from ...core.rope import position_ids
 from ...core.tokens import EOS, PAD, TAB
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 def _batch_cases():
@@ -39,11 +39,10 @@ EXERCISES = [
              options={"hints_by_diagnosis": {
                  "padding": "ids are padded with PAD = 0; IGNORE = −100 only goes into targets",
                  "results_swapped": "return (ids, targets), in this order"}},
-             library={make_batch: "minitf.make_batch"},
+             library=refused(on_face(make_batch)),
              own_work="minitf.sequence(pair), torch.full and torch.tensor are fine (the padding and "
                       "the output-only targets are the exercise): minitf.make_batch is the batch itself",
-             fills="model", order=12,
-             call='make_batch(pairs) → (ids, targets)'),
+             piece=Piece("model", 12, 'make_batch(pairs) → (ids, targets)')),
     Exercise("position_ids", "05", "position coupling: output byte j gets input byte j's position id",
              2, 15, lambda ids: position_ids(ids, "coupled"), _position_ids_cases,
              "for each row: before the first TAB, token t gets t + 1; from the first TAB on, t minus "
@@ -52,10 +51,10 @@ EXERCISES = [
              options={"hints_by_diagnosis": {
                  "offset": "every id is off by the same amount: input byte j gets j + 1 and the TAB 0",
                  "dtype": "ids are whole numbers: build them from torch.arange (a long tensor)"}},
-             library={position_ids: "minitf.rope.position_ids"},
+             library=refused((position_ids, "minitf.rope.position_ids")),
              own_work="torch.arange, comparisons, cumsum, argmax and torch.where are fine: "
                       "minitf.rope.position_ids is the numbering itself",
-             fills="model", order=13,
-             call="position_ids(ids) → (B, T) coupled ids (used when positions.position_ids='coupled')",
+             piece=Piece("model", 13,
+                         "position_ids(ids) → (B, T) coupled ids (used when positions.position_ids='coupled')"),
              optional=True),
 ]

@@ -6,7 +6,7 @@ import torch
 from ...core.config import Config
 from ...core.heads import ablate_heads
 from ...core.model import Transformer
-from ..declaration import Exercise
+from ..declaration import Exercise, on_face, refused
 
 
 def _ablate_cases():
@@ -31,7 +31,7 @@ EXERCISES = [
              "the check compares the logits of your model and minitf's on 'Hello⇥Ifmmp'. A head's "
              "output reaches the model only through W_O, whose weight is (out, in): zero the head_dim "
              "COLUMNS (second index) that read the head, in a copy of the model",
-             outcome=_ablated_logits, library={ablate_heads: "minitf.ablate_heads"},
+             outcome=_ablated_logits, library=refused(on_face(ablate_heads)),
              own_work="copy.deepcopy and writing zeros into the weight under torch.no_grad() are fine: "
                       "minitf.ablate_heads is the ablation itself"),
 ]

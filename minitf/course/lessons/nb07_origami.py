@@ -5,7 +5,7 @@ import torch
 
 from ...core.origami import widen_weight
 from ..cases import random_case as _rand
-from ..declaration import Exercise
+from ..declaration import Exercise, refused
 
 
 def _zeros_where_copies_should_be(got, expected):
@@ -32,7 +32,7 @@ EXERCISES = [
              "blocks, so every block must be W / k",
              options={"factors": lambda W, k: {"k": k, "k²": k * k, "1/k": 1 / k},
                       "diagnoses": (_zeros_where_copies_should_be,)},
-             library={widen_weight: "minitf.origami.widen_weight"},
+             library=refused((widen_weight, "minitf.origami.widen_weight")),
              own_work="torch.cat, .repeat and torch.kron are fine: minitf.origami.widen_weight is "
                       "the answer itself"),
 ]

@@ -13,7 +13,7 @@ from ...core.evaluate import masked_loss
 from ...core.train import lr_at, train
 from .. import training_checks
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece, on_face, refused
 from ..training_checks import reference_loop
 
 
@@ -200,12 +200,11 @@ EXERCISES = [
                                     "before the step",
                  "_one_batch": "ids, targets = next_batch() inside the loop",
                  "_validation_steps": "if (step + 1) % eval_every == 0: validate, with 'step': step + 1"}},
-             library={training_checks.reference_loop: "minitf.course.training_checks.reference_loop",
-                      train: "minitf.train"},
+             library=refused(training_checks.reference_loop, on_face(train)),
              own_work="a for loop, the functions you are given and list.append are fine: "
                       "minitf.train is a loop itself",
-             fills="training", order=5,
-             call='train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate) → history'),
+             piece=Piece("training", 5,
+                         'train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate) → history')),
     Exercise("clip_gradients", "08", "gradient clipping: one norm over all the gradients, scaled "
              "down to max_norm only when above it", 2, 10, training_checks.torch_clip,
              _clip_cases,
@@ -228,16 +227,19 @@ EXERCISES = [
                                 "then work on that list; scale with g.mul_(…) so the change stays "
                                 "in p.grad",
                  "raised": "a parameter may have no gradient (p.grad is None): leave it out"}},
-             library={_inspect.unwrap(_clip_grad.clip_grad_norm_): "torch.nn.utils.clip_grad_norm_",
-                      _inspect.unwrap(_clip_grad.clip_grad_norm): "torch.nn.utils.clip_grad_norm",
-                      _inspect.unwrap(torch.nn.utils.get_total_norm): "torch.nn.utils.get_total_norm",
-                      _inspect.unwrap(torch.nn.utils.clip_grads_with_norm_):
-                          "torch.nn.utils.clip_grads_with_norm_",
-                      training_checks.torch_clip: "minitf.course.training_checks.torch_clip"},
+             library=refused((_inspect.unwrap(_clip_grad.clip_grad_norm_),
+                              "torch.nn.utils.clip_grad_norm_"),
+                             (_inspect.unwrap(_clip_grad.clip_grad_norm),
+                              "torch.nn.utils.clip_grad_norm"),
+                             (_inspect.unwrap(torch.nn.utils.get_total_norm),
+                              "torch.nn.utils.get_total_norm"),
+                             (_inspect.unwrap(torch.nn.utils.clip_grads_with_norm_),
+                              "torch.nn.utils.clip_grads_with_norm_"),
+                             training_checks.torch_clip),
              own_work="p.grad, ** 2, .sum(), torch.sqrt (or .norm() on one tensor) and .mul_ are "
                       "fine (the one norm and the only-when-above are the exercise): "
                       "torch.nn.utils.clip_grad_norm_ is clipping itself",
-             fills="training", order=1,
-             call='clip_gradients(parameters, max_norm): one norm over all gradients, scaled down to max_norm when above it',
+             piece=Piece("training", 1,
+                         'clip_gradients(parameters, max_norm): one norm over all gradients, scaled down to max_norm when above it'),
              optional=True),
 ]

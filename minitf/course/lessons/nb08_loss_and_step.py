@@ -13,7 +13,7 @@ from ...core.evaluate import masked_loss
 from ...core.tokens import IGNORE
 from ...core.train import train, train_step
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece, on_face, refused
 
 
 # --- 1 · the output-only cross-entropy -------------------------------------------------------------
@@ -146,14 +146,13 @@ EXERCISES = [
                                          "log-probabilities; then gather the target's",
                  "raised": "gather needs a valid index everywhere: torch.where(keep, targets, 0) "
                            "replaces IGNORE (−100) by any byte; the mask then drops those positions"}},
-             library={F.cross_entropy: "F.cross_entropy", F.nll_loss: "F.nll_loss",
-                      masked_loss: "minitf.masked_loss", nn.CrossEntropyLoss.forward: "nn.CrossEntropyLoss",
-                      nn.NLLLoss.forward: "nn.NLLLoss"},
+             library=refused(F.cross_entropy, F.nll_loss, on_face(masked_loss),
+                             nn.CrossEntropyLoss.forward, nn.NLLLoss.forward),
              own_work="torch.log_softmax (or logsumexp), gather, torch.where and sums are fine (the "
                       "mask and the mean are the exercise): F.cross_entropy and minitf.masked_loss are "
                       "the loss itself",
-             fills="training", order=0,
-             call='output_loss(logits, targets) → mean cross-entropy over the output part'),
+             piece=Piece("training", 0,
+                         'output_loss(logits, targets) → mean cross-entropy over the output part')),
     Exercise("train_step", "08", "one training step: zero_grad, forward, loss, backward, clip, step",
              2, 10, _minitf_train_step, _step_cases,
              "clear the old gradients first (optimizer.zero_grad()), then loss = loss_fn(model(ids), "
@@ -164,11 +163,10 @@ EXERCISES = [
                  "_no_clip": "my_clip_gradients(model.parameters(), clip) between backward() and "
                              "step()",
                  "_step_order": "the order is zero_grad, forward, loss, backward, clip, step"}},
-             library={train_step: "minitf.core.train.train_step", train: "minitf.train"},
+             library=refused(train_step, on_face(train)),
              own_work="model(ids), loss_fn, .backward(), optimizer.zero_grad() and .step(), your "
                       "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "
                       "the exercise): "
                       "minitf's train_step is the step itself",
-             fills="training", order=2,
-             call='train_step(model, optimizer, ids, targets, loss_fn, clip) → loss'),
+             piece=Piece("training", 2, 'train_step(model, optimizer, ids, targets, loss_fn, clip) → loss')),
 ]

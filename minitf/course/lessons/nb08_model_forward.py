@@ -7,7 +7,7 @@ from ...core.config import Config
 from ...core.model import Transformer
 from ...core.rope import rope_angles
 from ..cases import named_slip as _named_slip, random_case as _rand
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece, refused
 
 
 def _forward_cases():
@@ -80,10 +80,10 @@ EXERCISES = [
                                   "when the config says so",
                  "raised": "post-norm models have no final norm (model.final_norm is None); each "
                            "block returns (h, weights)"}},
-             library={Transformer.forward: "minitf.Transformer (its forward)"},
+             library=refused((Transformer.forward, "minitf.Transformer (its forward)")),
              own_work="model.embed, model.positions, rope_angles, the blocks, model.final_norm and "
                       "model.head are fine (their order and the final norm are the exercise): the "
                       "model's own forward is the answer itself",
-             fills="model", order=11,
-             call='model_forward(model, ids) → logits: the embedding, the blocks, the final norm and the head'),
+             piece=Piece("model", 11,
+                         'model_forward(model, ids) → logits: the embedding, the blocks, the final norm and the head')),
 ]

@@ -9,7 +9,7 @@ from torch.optim import adam as torch_adam
 from ...core.train import lr_at, wsd_at
 from .. import training_checks
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers
-from ..declaration import Exercise
+from ..declaration import Exercise, Piece, refused
 from ..feedback import ExerciseError, _describe
 from ..training_checks import torch_adamw_step
 
@@ -156,10 +156,9 @@ EXERCISES = [
                                 "(step − warmup)/(steps − warmup)",
                  "_climbs_after_end": "past the last step the rate stays at the floor: "
                                       "progress = min(1, (step − warmup)/(steps − warmup))"}},
-             library={lr_at: "minitf.core.train.lr_at", wsd_at: "minitf.core.train.wsd_at"},
+             library=refused(lr_at, wsd_at),
              own_work="math.cos, math.pi and arithmetic are fine: minitf's lr_at is the schedule itself",
-             fills="training", order=3,
-             call='lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate',
+             piece=Piece("training", 3, 'lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate'),
              optional=True),
     Exercise("adamw", "08", "AdamW from its update rule: moments, bias correction, decoupled decay",
              4, 25, training_checks.torch_adamw_step, _adamw_cases,
@@ -173,13 +172,13 @@ EXERCISES = [
                                       "outside m and v",
                  "_decay_wrong_tensor": "the decay multiplies the weight, param * (1 − lr * weight_decay)",
                  "_eps_inside_sqrt": "v_hat.sqrt() + eps: eps after the square root"}},
-             library={torch_adam._single_tensor_adam: "torch.optim.AdamW",
-                      torch_adam._multi_tensor_adam: "torch.optim.AdamW",
-                      torch_adam._fused_adam: "torch.optim.AdamW",
-                      training_checks.torch_adamw_step: "minitf.course.training_checks.torch_adamw_step"},
+             library=refused((torch_adam._single_tensor_adam, "torch.optim.AdamW"),
+                             (torch_adam._multi_tensor_adam, "torch.optim.AdamW"),
+                             (torch_adam._fused_adam, "torch.optim.AdamW"),
+                             training_checks.torch_adamw_step),
              own_work="*, +, ** and .sqrt() on the tensors are fine (the update rule is the "
                       "exercise): torch.optim.AdamW and torch.optim.Adam are the optimizer itself",
-             fills="training", order=4,
-             call='adamw(param, grad, m, v, t, lr, betas, eps, weight_decay) → (param, m, v)',
+             piece=Piece("training", 4,
+                         'adamw(param, grad, m, v, t, lr, betas, eps, weight_decay) → (param, m, v)'),
              optional=True),
 ]

@@ -21,7 +21,7 @@ from ...core.generate import next_byte_probs, next_token, picker
 from ...core.kv_cache import LayerCache
 from ...core.rope import rope_angles
 from ..cases import merge_heads, random_case, same, split_heads
-from ..declaration import Exercise
+from ..declaration import Exercise, on_face, refused
 
 # --- next_byte_probs ---------------------------------------------------------------------------------
 
@@ -217,8 +217,8 @@ EXERCISES = [
                  "rows_not_summing_to_1": "divide what is left by its sum: each row sums to 1",
                  "not_finite": "a row with nothing kept gives NaN: the most likely byte is always "
                                "kept (top-p: the mass before it is 0 < p)"}},
-             library={next_byte_probs: "minitf.next_byte_probs", next_token: "minitf.next_token",
-                      picker: "minitf.core.generate.picker"},
+             library=refused(on_face(next_byte_probs),
+                             (next_token, "minitf.next_token"), picker),
              own_work="torch.softmax, .topk, .sort, .cumsum, .scatter, masked_fill and "
                       "F.one_hot are fine (choosing what to keep is the exercise): "
                       "minitf.next_byte_probs is the sampler's distribution itself"),
@@ -236,9 +236,9 @@ EXERCISES = [
                  "_cache_slip": "RoPE at the absolute positions (offset=start), attention over "
                                 "every cached key and the new ones, mask rows causal_mask(start + "
                                 "T)[start:]"}},
-             library={MultiHeadAttention.forward: "minitf.MultiHeadAttention (its forward)",
-                      MultiHeadAttention.attend: "minitf.MultiHeadAttention.attend",
-                      LayerCache.append: "minitf.core.kv_cache.LayerCache.append"},
+             library=refused((MultiHeadAttention.forward, "minitf.MultiHeadAttention (its forward)"),
+                             on_face(MultiHeadAttention.attend),
+                             LayerCache.append),
              own_work="attn.qkv, attn.rotate, attn.out, rope_angles, causal_mask, torch.cat and "
                       "minitf.attention (or your own) are fine (the positions, the cache and the "
                       "mask rows are the exercise): the attention module's own forward is the "
