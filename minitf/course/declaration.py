@@ -43,7 +43,8 @@ class Exercise:
     A declaration with a `piece` (`Piece(fills, order, call)`, fills "model" or "training") is a
     piece notebook 08 builds from: a passed answer is saved to my_parts/ and `call` (how the model or
     the training calls it) and `order` (its place in Parts, the order the model or training runs its
-    pieces) go into PIECES or TRAINING_PIECES. Adding an exercise is one declaration in its lesson module and its notebook cells.
+    pieces) go into PIECES or TRAINING_PIECES. Adding an exercise is one declaration in its lesson
+    module and its notebook cells.
 
     `optional=True` marks an exercise the main path does not need: the course map counts its minutes
     apart ("+N min of optional exercises"), and where notebook 08 builds from saved pieces, an

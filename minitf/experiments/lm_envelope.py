@@ -39,17 +39,15 @@ class LMEnvelope:
             if where == "above":
                 return f"< {budget / top:.2f}"
             return f"> {x:.2f}" if where == "below" else f"{x:.2f}"
+        def row(name, a):
+            return (f"{name:<40} {a['budget']:>6} {a['final_loss']:>7.4f} "
+                    f"{cell(a['vs_scratch'], a['where_scratch'], a['budget']):>7} "
+                    f"{cell(a['vs_envelope'], a['where'], a['budget']):>11}")
         lines = [f"{'growth arm':<40} {'budget':>6} {'final':>7} {'vs 4L':>7} {'vs envelope':>11}"]
-        for name, a in self.rescored.items():
-            lines.append(f"{name:<40} {a['budget']:>6} {a['final_loss']:>7.4f} "
-                         f"{cell(a['vs_scratch'], a['where_scratch'], a['budget']):>7} "
-                         f"{cell(a['vs_envelope'], a['where'], a['budget']):>11}")
+        lines += [row(name, a) for name, a in self.rescored.items()]
         if self.into_best:
             lines.append("into the envelope's best size, 4L d32, from 2L d32:")
-            for name, a in self.into_best.items():
-                lines.append(f"{name:<40} {a['budget']:>6} {a['final_loss']:>7.4f} "
-                             f"{cell(a['vs_scratch'], a['where_scratch'], a['budget']):>7} "
-                             f"{cell(a['vs_envelope'], a['where'], a['budget']):>11}")
+            lines += [row(name, a) for name, a in self.into_best.items()]
         return "\n".join(lines)
 
     def __repr__(self):
