@@ -73,19 +73,49 @@ def random_window_loss(model, part: TextPart, windows: int = 800, seed: int = 0,
     return total / count
 
 
-def score(path: Path) -> dict:
-    """The three losses of a checkpoint (nats per byte), and what its run recorded."""
+def on_device(model, device: str):
+    """An ids → logits model run on `device`, fed and read on the CPU (the evaluators' tensors)."""
+    if device == "cpu":
+        return model
+
+    class OnDevice(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model.to(device)
+
+        def forward(self, ids):
+            return self.model(ids.to(device)).float().cpu()
+
+    return OnDevice()
+
+
+def three_losses(model, val: TextPart, train: TextPart) -> dict:
+    """Tiled and random-window loss on the last 10 %, and the tiled loss on as many bytes of the
+    training split (the gap): nats per byte, at the model's own context."""
+    head = TextPart(train.path, "train", train.data[:len(val.data)], train.context)
+    return {"val_loss": round(val_loss(model, val), 4),
+            "val_loss_random_windows": round(random_window_loss(model, val), 4),
+            "train_loss": round(val_loss(model, head), 4)}
+
+
+def score(path: Path, device: str = "cpu") -> dict:
+    """The three losses of a checkpoint (computed on `device`), and what its run recorded."""
     torch.set_num_threads(2)
     model = minitf.load(path)
     meta = model.metadata
     text = minitf.read_text(TEXT, model.config.max_len)
-    head = TextPart(text.train.path, "train", text.train.data[:len(text.val.data)], text.train.context)
-    return {"val_loss": round(val_loss(model, text.val), 4),
-            "val_loss_random_windows": round(random_window_loss(model, text.val), 4),
-            "train_loss": round(val_loss(model, head), 4),
+    return {**three_losses(on_device(model, device), text.val, text.train),
             "train_seconds": meta["train_seconds"], "steps": meta["steps"],
             "val_curve": [{"step": v["step"], "loss": round(v["loss"], 4)} for v in meta["val_curve"]],
             "params": minitf.count_parameters(model)}
+
+
+def score_nanogpt_run(clone: Path, ckpt: Path, device: str = "cpu") -> dict:
+    """The three losses of a nanoGPT checkpoint (at its own context), computed on `device`."""
+    torch.set_num_threads(2)
+    model, val, train = load_nanogpt(clone, ckpt)
+    return {**three_losses(on_device(model, device), val, train),
+            "params": sum(p.numel() for p in model.parameters()), "context": val.context}
 
 
 def run_one(name: str, flags: list[str], seed: int, work: Path, quick: bool) -> dict:
@@ -107,14 +137,8 @@ def run_nanogpt(seed: int, work: Path, clone: Path) -> dict:
     record = timed([sys.executable, *NANOGPT_ARGS, f"--out_dir={out_dir}"], clone,
                    work / f"nanogpt_{seed}.log", env={"OMP_NUM_THREADS": "2"})
     record |= {"loadavg_after": round(os.getloadavg()[0], 2), "date": when, "seed": seed}
-    torch.set_num_threads(2)
-    model, val, train = load_nanogpt(clone, out_dir / "ckpt.pt")
-    head = TextPart(train.path, "train", train.data[:len(val.data)], train.context)
-    return record | {"val_loss": round(val_loss(model, val), 4),
-                     "val_loss_random_windows": round(random_window_loss(model, val), 4),
-                     "train_loss": round(val_loss(model, head), 4), "steps": 2000, "val_curve": [],
-                     "train_seconds": None,
-                     "params": sum(p.numel() for p in model.parameters()), "context": val.context}
+    return record | score_nanogpt_run(clone, out_dir / "ckpt.pt") | {
+        "steps": 2000, "val_curve": [], "train_seconds": None}
 
 
 def med(runs, key):

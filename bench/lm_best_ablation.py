@@ -125,46 +125,10 @@ def equal_time_steps(doc: dict) -> dict[str, int]:
     return out
 
 
-def score_on(path: Path, device: str) -> dict:
-    """bench/lm_best.py's three losses of a checkpoint, computed on `device`."""
-    import torch
-    import minitf
-    from minitf.core.text import TextPart
-    from lm import TEXT, val_loss
-    from lm_best import random_window_loss
-
-    model = on_device(minitf.load(path), device)
-    text = minitf.read_text(TEXT, model.model.config.max_len)
-    head = TextPart(text.train.path, "train", text.train.data[:len(text.val.data)], text.train.context)
-    meta = model.model.metadata
-    return {"val_loss": round(val_loss(model, text.val), 4),
-            "val_loss_random_windows": round(random_window_loss(model, text.val), 4),
-            "train_loss": round(val_loss(model, head), 4), "steps": meta["steps"],
-            "val_curve": [{"step": v["step"], "loss": round(v["loss"], 4)} for v in meta["val_curve"]]}
-
-
-def on_device(model, device: str):
-    """An ids → logits model run on `device`, fed and read on the CPU (the evaluators' tensors)."""
-    import torch
-
-    class OnDevice(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = model.to(device)
-
-        def forward(self, ids):
-            return self.model(ids.to(device)).float().cpu()
-
-    return OnDevice()
-
-
 def run_nanogpt(job: dict) -> dict:
     """nanoGPT's GPU run in its clone, timed whole; its kept checkpoint scored like the arms."""
     import torch
-    from lm import val_loss
-    from lm_best import random_window_loss
-    from minitf.core.text import TextPart
-    from nanogpt import load_nanogpt
+    from lm_best import score_nanogpt_run
     clone, out_dir = Path(job["nanogpt"]), Path(job["work"]) / "nanogpt_gpu"
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, *NANOGPT_GPU, f"--out_dir={out_dir}"], cwd=clone,
@@ -173,14 +137,11 @@ def run_nanogpt(job: dict) -> dict:
     if done.returncode:
         return {**job, "error": done.stderr[-2000:]}
     ckpt = torch.load(out_dir / "ckpt.pt", map_location="cpu", weights_only=False)
-    gpt, val, train = load_nanogpt(clone, out_dir / "ckpt.pt")
-    model = on_device(gpt, job["device"])
-    head = TextPart(train.path, "train", train.data[:len(val.data)], train.context)
+    losses = score_nanogpt_run(clone, out_dir / "ckpt.pt", job["device"])
     return {"arm": job["arm"], "seed": job["seed"], "device_wall_s": round(wall, 1),
-            "val_loss": round(val_loss(model, val), 4),
-            "val_loss_random_windows": round(random_window_loss(model, val), 4),
-            "train_loss": round(val_loss(model, head), 4), "steps": int(ckpt["iter_num"]),
-            "its_best_val_loss": round(float(ckpt["best_val_loss"]), 4), "val_curve": []}
+            **{k: losses[k] for k in ("val_loss", "val_loss_random_windows", "train_loss")},
+            "steps": int(ckpt["iter_num"]), "its_best_val_loss": round(float(ckpt["best_val_loss"]), 4),
+            "val_curve": []}
 
 
 def run_job(job: dict) -> dict:
@@ -197,8 +158,11 @@ def run_job(job: dict) -> dict:
     if done.returncode:
         return {**job, "error": done.stderr[-2000:]}
     torch.backends.cuda.matmul.allow_tf32 = False
+    from lm_best import score
+    scored = score(out, job["device"])
     return {"arm": job["arm"], "seed": job["seed"], "device_wall_s": round(wall, 1),
-            **score_on(out, job["device"])}
+            **{k: scored[k] for k in ("val_loss", "val_loss_random_windows", "train_loss", "steps",
+                                      "val_curve")}}
 
 
 def report(doc: dict) -> str:
