@@ -256,8 +256,12 @@ def test_an_over_long_pair_is_named_by_file_and_line_and_skipped_on_request(tmp_
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"minitf: error: {path}:8: too long: 402 tokens") and "max_len 128" in err
+    # the `data check` the error sends the user to finds the same line by the same max_len
+    assert f"`python -m minitf data check {path}` lists every bad line" in err
+    assert main(["data", "check", str(path)]) == 1
+    assert capsys.readouterr().out.startswith(f"{path}:8: too long: 402 tokens")
     assert main(argv + ["--skip-bad-lines"]) == 0  # as eval --skip-bad-lines does
-    assert "skipped 1 bad lines of 41 and read 40 pairs" in capsys.readouterr().err
+    assert "skipped 1 bad line of 41 and read 40 pairs" in capsys.readouterr().err
     assert main(["eval", str(out), str(path), "--skip-bad-lines"]) == 0
 
 

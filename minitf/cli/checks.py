@@ -101,6 +101,11 @@ def check_args(args) -> str | None:
             return "--skip-bad-lines is for pairs files; --text reads every byte of its file"
         if args.text:
             warn_if_pairs_file(args.text)
+    if command == "data make":
+        out = Path(args.out)
+        if out.is_dir():
+            return f"--out {out} is a folder; give the pairs file's name, e.g. {out / 'pairs.txt'}"
+        return folder_problem(out)
     if command == "eval":
         if args.text and args.data:
             return (f"give a pairs file ({args.data}) or --text FILE ({args.text}), not both: "
@@ -120,6 +125,13 @@ def out_problem(args) -> str | None:
     own = args.resume and out.exists() and out.samefile(args.resume)  # a resumed run's own file
     if out.exists() and not (args.force or own):
         return f"{out} exists; pass --force to replace it"
+    return folder_problem(out)
+
+
+def folder_problem(out: Path) -> str | None:
+    """What stops a file from being written at --out because of its folder, or None: train and
+    data make refuse a folder that is not there rather than create it (a typo would otherwise
+    make a tree of folders, as root even at the top of the file system)."""
     folder = out.parent
     if not folder.exists():
         return f"--out {out}: the folder {folder} does not exist (create it first)"

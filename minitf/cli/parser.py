@@ -7,7 +7,7 @@ import textwrap
 
 from .. import __version__
 from ..core import recipes
-from ..core.config import PRESETS
+from ..core.config import PRESETS, Config
 from ..core.data import TASKS
 from ..core.devices import CHOICES as DEVICES
 from ..core.train import DEFAULT_STEPS, SCHEDULES
@@ -66,7 +66,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     c = data.add_parser("check", help="report every bad line as FILE:LINE: reason (exit 1 if any)",
                         **kw)
     c.add_argument("files", nargs="+", metavar="FILE", help="pairs files")
-    c.add_argument("--max-len", type=int, default=None, help="also flag pairs longer than this")
+    c.add_argument("--max-len", type=int, default=Config.max_len,
+                   help="flag pairs longer than a model of this max_len reads (train's default)")
     m = data.add_parser("make", help="generate a task's pairs into a file", **kw)
     m.add_argument("--task", choices=sorted(TASKS), default="shift",
                    help="the rule from input to output")

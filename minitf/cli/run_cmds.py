@@ -15,6 +15,7 @@ from ..core.evaluate import evaluate, exact_match_by_length
 from ..core.generate import check_sampling, generate, generate_text, pair_prompt, text_prompt
 from ..core.model import count_parameters
 from ..core.text import evaluate_text, read_text, text_baselines
+from ..core.words import plural
 from .inputs import model_kind, read_pairs_arg, warn_if_pairs_file
 from .messages import fail
 
@@ -173,10 +174,12 @@ def cmd_info(args) -> int:
     curve = meta.pop("val_curve", None)
     if isinstance(curve, list) and curve:
         steps = ", ".join(str(v.get("step")) for v in curve[:8]) + (" …" if len(curve) > 8 else "")
-        rows.append(("val curve", f"{len(curve)} validations, at steps {steps}"))
+        rows.append(("val curve", f"{plural(len(curve), 'validation')}, at "
+                     f"{'step' if len(curve) == 1 else 'steps'} {steps}"))
     losses, every = meta.pop("loss_curve", None), meta.pop("loss_curve_every", None)
     if isinstance(losses, list) and losses:
-        rows.append(("loss curve", f"{len(losses)} means of {every or '?'} steps: "
+        rows.append(("loss curve", f"{plural(len(losses), 'mean')} of "
+                     f"{plural(every, 'step') if every else '? steps'}: "
                      f"{format_number(losses[0])} first, {format_number(losses[-1])} last"))
     rows += [(key, json.dumps(value) if isinstance(value, (dict, list)) else str(value))
              for key, value in meta.items()]
@@ -197,11 +200,11 @@ def steps_reached(meta: dict) -> str | None:
     reached = trained if trained is not None else step
     if planned is None or reached is None or reached >= planned:
         known = planned if planned is not None else reached
-        return None if known is None else f"{known} steps"
+        return None if known is None else plural(known, "step")
     why = ("interrupted" if meta.get("interrupted") else
            f"reached --target-exact {meta['target_exact']}" if "target_exact" in meta else
            "saved part-way" if "saved_every" in meta else "stopped early")
-    return f"{reached} of {planned} planned steps ({why})"
+    return f"{reached} of {plural(planned, 'planned step')} ({why})"
 
 
 def format_number(v) -> str:
