@@ -15,7 +15,7 @@ from ..core.checkpoint import CheckpointError
 from ..core.config import Config
 from ..core.data import DataError
 from . import data_cmd, run_cmds, train_cmd
-from .checks import check_args
+from .checks import check_args, typed_flags
 from .messages import fail
 from .parser import parser, with_recipe
 from .recipe_flags import flag_words, recipe_expanded
@@ -89,6 +89,8 @@ def run(argv: list[str]) -> int:
     # how to make the same result again: flags that change nothing about it are left out
     args.command_line = shlex.join(["python", "-m", "minitf",
                                     *(a for a in words if a not in ("--force", "--no-progress"))])
+    if args.command == "train":
+        args.typed = typed_flags(argv)
     try:
         problem = check_args(args)
         if problem:
