@@ -87,7 +87,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
                         **kw)
     c.add_argument("files", nargs="+", metavar="FILE", help="pairs files")
     c.add_argument("--max-len", type=int, default=Config.max_len,
-                   help="flag pairs longer than a model of this max_len reads (train's default)")
+                   help="flag pairs longer than a model of this max_len reads (default: %(default)s, "
+                   "train's)")
     m = data.add_parser("make", help="generate a task's pairs into a file", **kw)
     m.add_argument("--task", choices=sorted(TASKS), default="shift",
                    help="the rule from input to output")
