@@ -427,7 +427,9 @@ IGNORED = [  # (flags typed, the words of the one-line refusal)
     (["--train", "data/train.txt", "--task", "sort"], "--task shapes generated pairs, and --train data/train.txt"),
     (["--train", "data/train.txt", "--n-train", "100", "--repeats", "0.1", "--val-repeats", "0.1"],
      "--n-train, --repeats and --val-repeats shape generated pairs"),
+    (["--train", "data/train.txt", "--val-repeats", "0.1"], "--val-repeats shapes generated pairs, and --train"),
     (["--val", "data/val.txt", "--n-val", "10"], "--n-val shapes generated held-out pairs, and --val data/val.txt"),
+    (["--train", "data/train.txt", "--val", "data/val.txt", "--n-val", "10"], "--n-val shapes generated held-out pairs"),
 ]
 
 

@@ -67,11 +67,11 @@ def ignored_problem(args) -> str | None:
     if args.text:
         return (f"{flags} {'is' if one else 'are'} for pairs, and --text trains a language model "
                 f"on a text (validated on its last 10 %): leave out {flags}")
-    if args.train and not set(ignored) <= set(GENERATED_HELD_OUT):
-        return (f"{flags} {'shapes' if one else 'shape'} generated pairs, and --train "
-                f"{args.train} trains on that file's pairs: leave out {flags}")
-    return (f"{flags} {'shapes' if one else 'shape'} generated held-out pairs, and --val "
-            f"{args.val} gives them: leave out {flags}")
+    if args.val and set(ignored) <= set(GENERATED_HELD_OUT):
+        return (f"{flags} {'shapes' if one else 'shape'} generated held-out pairs, and --val "
+                f"{args.val} gives them: leave out {flags}")
+    return (f"{flags} {'shapes' if one else 'shape'} generated pairs, and --train {args.train} "
+            f"trains on that file's pairs: leave out {flags}")
 
 
 def heads_problem(d_model: int, n_heads: int) -> str | None:

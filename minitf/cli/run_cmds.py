@@ -114,7 +114,7 @@ class Utf8Printer:
     """Bytes printed as UTF-8 text as they come: a character split over several bytes is printed
     once it is whole; a byte that can begin no character shows as \\xNN (a byte-level model may
     write any byte). A text that ends inside a character (cut by --max-new or max_len) is not
-    shown as escapes: those bytes are held back and `held_back` says what they were."""
+    shown as escapes: those bytes are held back, and `end` returns them."""
 
     def __init__(self, out):
         self.out = out

@@ -91,7 +91,8 @@ def cmd_train(args) -> int:
     done = len(hist.loss) if args.target_exact is not None else args.steps
     resumed = f" (resumed at step {state['step']})" if state else ""
     unchecked = "; no validation (--n-val 0)" if final is None else ""
-    print(f"trained {plural(done, 'step')} in {hist.seconds:.1f} s{resumed}{unchecked}; saved {args.out}")
+    print(f"trained {plural(done, 'step')} in {hist.seconds:.1f} s{resumed}{unchecked}; "
+          f"saved {args.out}")
     return 0
 
 
@@ -130,7 +131,8 @@ def train_with_minitf(args, model, device, train_data, val_data, described, stat
 def validation_line(v: dict) -> str:
     """One validation as train prints it: the held-out loss, and for pairs the accuracies."""
     if "bits_per_byte" in v:
-        return f"step {v['step']:6d}  val loss {v['loss']:.4f} nats/byte  {v['bits_per_byte']:.4f} bits/byte"
+        return (f"step {v['step']:6d}  val loss {v['loss']:.4f} nats/byte  "
+                f"{v['bits_per_byte']:.4f} bits/byte")
     return (f"step {v['step']:6d}  val loss {v['loss']:.4f}  char acc {v['char_accuracy']:.4f}  "
             f"exact {v['exact_match']:.4f}")
 
