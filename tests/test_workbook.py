@@ -215,7 +215,74 @@ def model_forward(final_norm=True, positions=True, tied=False):
     return my_model_forward
 
 
+def layer_norm_unbiased(x, w, b, eps):
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * w + b
+
+
+def block_without_the_ffn_residual(blk, h, cos, sin):
+    a, w = blk.attn(blk.norm1(h) if blk.pre_norm else h, cos, sin, need_weights=True)
+    if blk.pre_norm:
+        h = h + a
+        return blk.ffn(blk.norm2(h)), w
+    h = blk.norm1(h + a)
+    return blk.norm2(blk.ffn(h)), w
+
+
+def batch_with_targets(late=False, on_input=False, float_ids=False):
+    def my_make_batch(pairs):
+        ids, targets = solutions.my_make_batch(pairs)
+        for row, pair in enumerate(pairs):
+            if late:
+                targets[row, len(pair.input)] = minitf.IGNORE
+            if on_input:
+                targets[row, :len(pair.input)] = ids[row, 1:len(pair.input) + 1]
+        return (ids.float() if float_ids else ids), targets
+    return my_make_batch
+
+
+def position_ids_restarting_at_every_tab(ids):
+    out = torch.zeros_like(ids)
+    for b in range(ids.size(0)):
+        last = None
+        for i in range(ids.size(1)):
+            last = i if int(ids[b, i]) == minitf.TAB else last
+            out[b, i] = i + 1 if last is None else i - last
+    return out
+
+
+def position_ids_from_zero(ids):
+    after_tab = (ids == minitf.TAB).long().cumsum(1) > 0
+    return torch.where(after_tab, solutions.my_position_ids(ids), torch.arange(ids.size(1)).expand_as(ids))
+
+
+def ablate_rows(model, layer, head):
+    import copy
+    model, hd = copy.deepcopy(model), model.config.head_dim
+    with torch.no_grad():
+        model.blocks[layer].attn.out.weight[head * hd:(head + 1) * hd, :] = 0  # rows: the stream's dims
+    return model
+
+
+def train_step_returning_a_float(model, optimizer, ids, targets, loss_fn, clip=1.0):
+    optimizer.zero_grad()
+    loss = loss_fn(model(ids), targets)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return loss.item()
+
+
 MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must contain)
+    ("layer_norm", layer_norm_unbiased, "_unbiased_variance", "divides the squared deviations by C − 1"),
+    ("block", block_without_the_ffn_residual, "_block_no_residual", "adds attention to the stream but not the FFN"),
+    ("make_batch", batch_with_targets(late=True), "_targets_late", "starts the targets one position late"),
+    ("make_batch", batch_with_targets(on_input=True), "_targets_on_input", "scores the input part too"),
+    ("make_batch", batch_with_targets(float_ids=True), "dtype", "torch.zeros(B, T) is float"),
+    ("position_ids", position_ids_from_zero, "_input_from_zero", "numbers the input bytes 0, 1, 2"),
+    ("position_ids", position_ids_restarting_at_every_tab, "_every_tab_restarts", "restarts the count at every TAB"),
+    ("ablate_head", ablate_rows, "_rows_not_columns", "zeroes rows of W_O"),
+    ("train_step", train_step_returning_a_float, "_step_returns_a_number", "has no .item()"),
+    ("byte_circle", lambda k: solutions.my_byte_circle(k).float(), "_table_dtype", "your table is float32"),
     ("model_forward", model_forward(final_norm=False), "_forward_no_final_norm", "leaves out the final norm"),
     ("model_forward", model_forward(positions=False), "_forward_positions", "pass positions=model.positions(ids)"),
     ("model_forward", model_forward(tied=True), "_forward_tied", "does not tie them"),
@@ -312,6 +379,13 @@ def test_no_reference_source_is_shown_before_its_exercise(notebook, name, index)
         assert not ("getsource" in src and name in src), \
             f"{notebook}: minitf's {name} is printed before the exercise that asks for it"
         assert "minitf.solutions" not in src, f"{notebook}: a solution is used before exercise {name}"
+
+
+def test_a_stable_softmax_through_logsumexp_passes():
+    """Any correct formulation is the learner's: log-sum-exp is not the softmax, only its denominator."""
+    def my_softmax(x):
+        return (x - torch.logsumexp(x, -1, keepdim=True)).exp()
+    assert workbook.run_check("softmax", my_softmax).startswith("✓")
 
 
 def test_passes_is_quiet_and_says_whether_a_function_passes(capsys):
