@@ -77,6 +77,15 @@ class Exercise:
     piece: Piece | None = None
     # not needed by the main path: its minutes are counted apart, and an unwritten piece is the library's
     optional: bool = False
+    # a class exercise names the learner's class (MyAttention) instead of my_<name>, and `shows`
+    # lists the solutions' classes its Solution block shows, in order (MyBlock's uses two helpers)
+    answer_name: str = ""
+    shows: tuple = ()
+
+    @property
+    def answer(self) -> str:
+        """The name of the learner's answer in the notebook: my_<name>, or the class's own name."""
+        return self.answer_name or f"my_{self.name}"
 
     @property
     def fills(self) -> str:
@@ -98,9 +107,10 @@ class Exercise:
 
     @property
     def solution(self) -> Callable:
-        """The reference solution a notebook's Solution block shows: solutions.my_<name>."""
+        """The reference solution a notebook's Solution block shows: solutions.my_<name> (or the
+        class `answer_name`)."""
         from . import solutions
-        return getattr(solutions, f"my_{self.name}")
+        return getattr(solutions, self.answer)
 
 
 def refused(*functions) -> dict:
