@@ -146,3 +146,12 @@ def test_every_piece_passes_and_the_forgetful_cache_is_named():
     forgetful = printed(NOTEBOOK, results=True, containing="def forgetful(").splitlines()
     named = [line.strip().split(" — ")[0] for line in forgetful if "broken piece:" in line]
     assert named == ["broken piece: cached_attention"], forgetful
+
+
+def test_the_learners_file_speaks_the_same_200_bytes_with_lm_weights():
+    """'Your file speaks': MyTransformer of 08's file, lm.pt's weights loaded by name, writes the text
+    of the check above, byte for byte (float64, no cache, the same sampler and seed)."""
+    import re
+    said = printed(NOTEBOOK, containing="mine = minitf.parts.my_model(lm.config)")
+    found = re.fullmatch(r"your file's model wrote (\d+) bytes; the same as the text above: (True|False)\n", said)
+    assert found and found.groups() == ("200", "True"), said
