@@ -95,12 +95,18 @@ def _globals_of(cls: type) -> dict:
 
 
 def _saved(name: str) -> str | None:
-    """A saved piece's source, without its first comment line and its __piece__ line."""
+    """A saved piece's source, without its first comment line and its __piece__ line; a function
+    saved under another name than the one the rest of the file calls (my_<name>) gets that name too."""
     path = folder() / f"{name}.py"
     if not path.is_file():
         return None
     lines = path.read_text(encoding="utf-8").splitlines()
-    return "\n".join(line for line in lines[1:] if not line.startswith("__piece__")).strip()
+    source = "\n".join(line for line in lines[1:] if not line.startswith("__piece__")).strip()
+    given = next((line.split("=", 1)[1].strip() for line in lines if line.startswith("__piece__")), "")
+    called = EXERCISES[name].answer
+    if given and given != called and given.isidentifier():
+        source += f"\n\n\n{called} = {given}  # the name the rest of this file calls it by"
+    return source
 
 
 def _reference(name: str) -> str:
@@ -110,30 +116,36 @@ def _reference(name: str) -> str:
     return "\n\n\n".join(textwrap.dedent(inspect.getsource(part)).rstrip() for part in shown)
 
 
-def _piece(name: str) -> str:
+def _piece(name: str, origin: dict) -> str:
+    """A piece's code in the file: the saved one, unless the check that chose `origin` (Parts'
+    or TrainingParts' origin, from `training_parts.usable`) put the reference in its place."""
+    chosen = origin.get(name, "")
     saved = _saved(name)
-    if saved is not None:
+    if saved is not None and (not chosen or chosen.startswith("yours")):
         return saved
-    if name in LIBRARY_LINES and EXERCISES[name].optional:
+    if name in LIBRARY_LINES and EXERCISES[name].optional and saved is None:
         return LIBRARY_LINES[name]
-    return f"# {name}: not written yet, the reference solution\n" + _reference(name)
+    why = "not written yet" if saved is None else chosen or "not written yet"
+    return f"# {name}: {why}; the reference solution\n" + _reference(name)
 
 
-def source() -> str:
-    """The text of the learner's file, from what is saved now."""
+def source(*checked) -> str:
+    """The text of the learner's file, from what is saved now; given the checked Parts and
+    TrainingParts (notebook 08's `your_pieces`), a piece the check found broken is the reference."""
+    origin = {name: where for parts in checked for name, where in parts.origin.items()}
     sections = [("your functions", FUNCTIONS), ("your modules", CLASSES), ("your training", TRAINING)]
     parts = [HEADER]
     for title, names in sections:
         parts.append(f"\n# --- {title} " + "-" * (95 - len(title)) + "\n")
-        parts.append("\n\n\n".join(_piece(name) for name in names) + "\n")
+        parts.append("\n\n\n".join(_piece(name, origin) for name in names) + "\n")
     return "\n".join(parts)
 
 
-def write() -> Path:
-    """Write my_parts/model.py from the saved pieces; returns its path."""
+def write(*checked) -> Path:
+    """Write my_parts/model.py from the saved pieces (see `source`); returns its path."""
     path = folder() / FILE_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(source(), encoding="utf-8")
+    path.write_text(source(*checked), encoding="utf-8")
     return path
 
 
@@ -145,9 +157,7 @@ def load(path: Path | None = None) -> dict:
     return namespace
 
 
-def my_model(config, path: Path | None = None):
-    """MyTransformer(config) from the learner's file (written first if there is none)."""
-    path = Path(path or folder() / FILE_NAME)
-    if not path.is_file():
-        write()
-    return load(path)["MyTransformer"](config)
+def my_model(config, *checked):
+    """MyTransformer(config) from the learner's file, written first from the saved pieces (given
+    the checked Parts and TrainingParts, with the reference where a piece of yours is broken)."""
+    return load(write(*checked))["MyTransformer"](config)
