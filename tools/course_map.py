@@ -8,7 +8,12 @@ time. An optional exercise (`Exercise.optional`) is not in a notebook's time: th
 minutes beside it ("+N optional"), so the time a track states is the time its required work takes.
 
 `stated_map` gives the numbers the maps print (each notebook to the nearest 5 minutes, each track
-the sum of its rows); tools/course_map_minutes.py writes them into the README and notebook 00.
+the sum of its rows); tools/map_minutes.py writes them into the README and notebook 00.
+
+A tool of the repository, not of the package: it reads the notebooks and `make bench`'s measured
+run times (bench/results/), which an installed minitf does not have.
+
+    python tools/course_map.py      # minutes per notebook and per track, counted
 """
 from __future__ import annotations
 
@@ -16,11 +21,14 @@ import json
 import math
 import re
 import statistics
+import sys
 from pathlib import Path
 
-from .exercises import EXERCISES
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-ROOT = Path(__file__).resolve().parents[2]
+from minitf.course.exercises import EXERCISES  # noqa: E402
+
 NOTEBOOKS = ROOT / "notebooks"
 RUN_TIMES = ROOT / "bench" / "results" / "bench_notebooks.json"
 MAIN_PATH = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09")
@@ -131,7 +139,7 @@ def summary(folder: Path = NOTEBOOKS) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m minitf.course.course_map
+if __name__ == "__main__":  # python tools/course_map.py
     print(summary())
 
 
