@@ -20,17 +20,18 @@ from __future__ import annotations
 import json
 import math
 import re
-import statistics
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 
 from minitf.course.exercises import EXERCISES  # noqa: E402
+from runtimes import MEASUREMENT, measured  # noqa: E402  (tools/runtimes.py: the run-time tables' reader)
 
 NOTEBOOKS = ROOT / "notebooks"
-RUN_TIMES = ROOT / "bench" / "results" / "bench_notebooks.json"
+RUN_TIMES = MEASUREMENT  # make bench's notebooks section: bench/results/bench_notebooks.json
 MAIN_PATH = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09")
 EXTRAS = ("10", "11", "12", "13", "14")
 WORDS_PER_MINUTE = 150
@@ -69,12 +70,7 @@ def prose_words(path: Path) -> int:
 
 def run_seconds(path: Path = RUN_TIMES) -> dict[str, float]:
     """Notebook stem → median seconds top to bottom, as last measured (empty if never measured)."""
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text())
-    runs = [r["per_notebook_seconds"] for r in data["runs"]]
-    return {n[:-6]: statistics.median(r[n] for r in runs if n in r)
-            for n in data["notebooks"] if any(n in r for r in runs)}
+    return {name[:-6]: seconds for name, seconds in measured(path).items()} if path.is_file() else {}
 
 
 def minutes(path: Path, seconds: dict[str, float] | None = None) -> dict[str, float]:
