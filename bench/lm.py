@@ -33,6 +33,7 @@ import minitf  # noqa: E402
 from minitf import cli  # noqa: E402
 from minitf.core.text import tiled_windows  # noqa: E402
 import nanogpt_reference as ref  # noqa: E402
+from minitf.cli.parser import DEFAULT_WARMUP  # noqa: E402  (the CLI's warm-up when the recipe gives none)
 from reporting import command_line, loadavg, utc_now  # noqa: E402
 
 TEXT = ROOT / "data" / "text" / "tinyshakespeare.txt"
@@ -107,7 +108,8 @@ def run_minitf(recipe: str, eval_every: int, quick: bool) -> dict:
     try:
         clock = Clock()
         minitf.train(model, text.train, text.val, steps=args.steps, batch_size=args.batch_size,
-                     lr=args.lr, warmup=args.warmup, seed=args.seed,
+                     lr=args.lr, warmup=min(args.steps, DEFAULT_WARMUP if args.warmup is None else args.warmup),
+                     seed=args.seed,
                      eval_every=min(eval_every, args.steps), progress=False)
     finally:
         train_module.validate = original

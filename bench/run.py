@@ -64,7 +64,7 @@ rendered from whatever results exist, each with its own date):
              products and where a step's time goes; shows minitf/experiments/stored/lm_best_profile.md
   lm_best_sweep
              runs bench/lm_best_sweep.py: the sweep of sizes and regularisers that chose lm-best (a GPU:
-             without one it re-reports the stored sweep); --quick: 25 steps of two arms on the CPU, to
+             without one it re-reports the stored sweep); --quick: 10 steps of one arm on the CPU, to
              /tmp; shows minitf/experiments/stored/lm_best_sweep.md
 
 Every script in bench/ is a section's or a module one of them imports (tests/test_bench.py checks it).

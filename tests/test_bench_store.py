@@ -161,3 +161,21 @@ def test_each_stored_report_is_what_its_study_renders_from_its_json(study):
     """The reports share their helpers (bench/reporting.py); a change to one that changed what a
     stored report says, or a report edited by hand, fails here."""
     assert rendered(study).rstrip("\n") == (STORED / f"{study}.md").read_text().rstrip("\n")
+
+
+# the cheap studies' smoke runs (a few seconds of CPU each): `--quick` works, and writes to --out its
+# result and the report rendered from it
+QUICK = ["norm_position", "train_seeds", "ablation", "length_study", "tiny_sweep", "lm_growth",
+         "origami_growth", "origami_recipe_growth"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", QUICK)
+def test_a_cheap_study_runs_quick(study, tmp_path, monkeypatch):
+    import subprocess
+    done = subprocess.run([sys.executable, f"bench/{study}.py", "--quick", "--out", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    monkeypatch.setattr(sys.modules[__name__], "STORED", tmp_path)  # render the smoke run's JSON
+    assert json.loads((tmp_path / f"{study}.json").read_text())["runs"]
+    assert rendered(study).rstrip("\n") == (tmp_path / f"{study}.md").read_text().rstrip("\n")
