@@ -158,7 +158,7 @@ def test_the_fast_recipe_sentence_matches_the_stored_bench():
     import statistics
     # "reaches 99.8 % in 150–200 steps, in about a fourteenth of the wall time of the 42,112-parameter
     # shift recipe, measured side by side"
-    exact, fewest, most = numbers(markdown(NOTEBOOK), after="--recipe shift-fast")[:3]
+    exact, fewest, most = numbers(markdown(NOTEBOOK), after="command line it reaches")[:3]
     assert "about a fourteenth" in markdown(NOTEBOOK)
     bench = json.loads((ROOT / "minitf" / "experiments" / "stored" / "fast_recipe.json").read_text())
     fast = [r for r in bench["runs"] if r["name"] == "fast"]
