@@ -98,13 +98,13 @@ def printed(notebook, starts: str | None = None, *, containing: str | None = Non
     return cell_output(code_cell(notebook, starts=starts, containing=containing), results)
 
 
-NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?")
+NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?(?!\w)")
 
 
 def numbers(text: str, after: str = "") -> list[float]:
     """The numbers written in `text`, in order, from the first `after` on (if given): "2,304" is
-    2304.0, "−0.12" (a minus sign) -0.12, "87%" 87.0, "1e-11" 1e-11; a digit inside a word ("L0",
-    "h2") is none. A claim test reads a printed number so and checks the relation its sentence
+    2304.0, "−0.12" (a minus sign) -0.12, "87%" 87.0, "1e-11" 1e-11; a number that is part of a
+    name ("L0", "4L", "d64", "7B") is none. A claim test reads a printed number so and checks the relation its sentence
     states (an order, a ratio, a range), not the sentence's words."""
     if after:
         assert after in text, f"{after!r} is not in:\n{text}"
