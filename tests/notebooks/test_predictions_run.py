@@ -161,40 +161,30 @@ def test_each_answer_key_agrees_with_what_its_cell_prints_when_run(stem):
 
 # made-up printouts shaped as the cells print them: one that agrees with the key, one that does not
 RIGHT_AND_WRONG = {
-    shape_is_printed: ("(1, 11, 256)", "the model's output:\nlogits.shape = (1, 11, 256)\n", "logits.shape = (1, 256)\n"),
-    neighbours_less_alike_than_any_two: ("No: neighbours in value are less alike than two bytes taken at random.",
-                                         "average cosine similarity: bytes c and c + 1 -0.11; any two bytes 0.04\n",
-                                         "average cosine similarity: bytes c and c + 1 0.31; any two bytes 0.04\n"),
-    the_two_scores_are_equal: ("the same score", "moved\nm = 5, n = 2: q·k = -0.3923\nm = 9, n = 6: q·k = -0.3923\n",
-                               "moved\nm = 5, n = 2: q·k = -0.3923\nm = 9, n = 6: q·k = 0.1250\n"),
+    shape_is_printed: ("(1, 11, 256)", "out:\nlogits.shape = (1, 11, 256)\n", "logits.shape = (1, 256)\n"),
+    neighbours_less_alike_than_any_two: ("No: …", "c and c + 1 -0.11; any two 0.04\n",
+                                         "c and c + 1 0.31; any two 0.04\n"),
+    the_two_scores_are_equal: ("the same score", "moved\n2: q·k = -0.3923\n6: q·k = -0.3923\n",
+                               "moved\n2: q·k = -0.3923\n6: q·k = 0.1250\n"),
     position_0_keeps_e_over_e_plus_2: ("About 0.58 (0.5761).", "weights:\n0.5761  0.2119  0.2119\n",
                                        "weights:\n0.3333  0.3333  0.3333\n"),
-    practically_no_gradient_without_residuals: ("Practically none without them: about 1e-11 against 8.",
-                                                "size:\n  plain |g| = 7e-12\n  residual |g| = 8e+00\n",
-                                                "size:\n  plain |g| = 7e-01\n  residual |g| = 8e+00\n"),
+    practically_no_gradient_without_residuals: ("none: about 1e-11 against 8.", "size:\nplain 7e-12\nresidual 8e+00\n",
+                                                "size:\nplain 7e-01\nresidual 8e+00\n"),
     on_the_unigram_baseline: ("on the unigram baseline",
-                              "after:\n  loss 4.35   char accuracy 14%\n  baselines: unigram 4.34, length oracle 3.92\n"
-                              "  generated for 'hello': b''\n",
-                              "after:\n  loss 3.10   char accuracy 40%\n  baselines: unigram 4.34, length oracle 3.92\n"
-                              "  generated for 'hello': b''\n"),
-    twelve_back: ("12 back", "0123456789ab: 12 bytes; rows 12–23 write the output, each looks back [12]\n",
-                  "0123456789ab: 12 bytes; rows 12–23 write the output, each looks back [7]\n"),
-    equal_up_to_rounding: ("Equal up to rounding, not exactly", "yours:\n✓ your model computes minitf's logits (every one within 1e-09)\n",
-                           "yours:\n✗ your model's logits differ by 3.2\n"),
-    it_follows_the_number: ("It follows the number", "1126 output bytes\nnumbered one further on: 100% are the byte for "
-                            "input k + 1, 0% the byte for input k\n",
-                            "1126 output bytes\nnumbered one further on: 0% are the byte for input k + 1, 100% the byte for input k\n"),
-    greedy_text_loops: ("Worse: it loops.", "ROMEO:\nTo make the straight of the straight of the straight of the straight\n",
+                              "loss 4.35, unigram 4.34, length oracle 3.92\ngenerated for 'hello': b''\n",
+                              "loss 3.10, unigram 4.34, length oracle 3.92\ngenerated for 'hello': b''\n"),
+    twelve_back: ("12 back", "ab: 12 bytes; rows 12–23, back [12]\n", "ab: 12 bytes; rows 12–23, back [7]\n"),
+    equal_up_to_rounding: ("Equal up to rounding, not exactly", "yours:\n✓ within 1e-09\n", "yours:\n✗ off by 3.2\n"),
+    it_follows_the_number: ("It follows the number", "further on: 100% k + 1, 0% k\n",
+                            "further on: 0% k + 1, 100% k\n"),
+    greedy_text_loops: ("Worse: it loops.", "ROMEO:\n" + "To make the straight of " * 4,
                         "ROMEO:\nWhat we have been the shall be so much, and then some more words here.\n"),
     the_same_both_times: ("The same, both times.", "checks:\n✓ a\n✓ the same bytes\n✓ c\n✓ d: True\n✓ e\n",
                           "checks:\n✓ a\n✗ different bytes\n✓ c\n✓ d: False\n✓ e\n"),
-    the_distance_depends_on_the_length: ("Not the same", "a: L =  1, distance back for every output byte = [1]\n"
-                                         "abc: L =  3, distance back for every output byte = [3]\n",
-                                         "a: L =  1, distance back for every output byte = [1]\n"
-                                         "abc: L =  3, distance back for every output byte = [1]\n"),
-    about_100_steps: ("About 100 steps", "trained:\n  coupled ids: 99% exactly right after 100 steps\n"
-                      "  usual ids:   0% exactly right after 100 steps\n",
-                      "trained:\n  coupled ids: 80% exactly right after 300 steps\n  usual ids:   0% exactly right after 300 steps\n"),
+    the_distance_depends_on_the_length: ("Not the same", "a: L =  1, back [1]\nabc: L =  3, back [3]\n",
+                                         "a: L =  1, back [1]\nabc: L =  3, back [1]\n"),
+    about_100_steps: ("About 100 steps", "trained:\n  coupled ids: 99% after 100 steps\n  usual ids:   0% after 100 steps\n",
+                      "trained:\n  coupled ids: 80% after 300 steps\n  usual ids:   0% after 300 steps\n"),
 }
 
 
