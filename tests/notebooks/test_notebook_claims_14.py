@@ -35,22 +35,21 @@ def test_headline_numbers(fast):
 
 def test_what_each_trick_buys(fast):
     text = joined(NOTEBOOK, "markdown")
+    arm = lambda start: next(a.name for a in fast.arms if a.name.startswith(start))  # the study's label
     minus = [a.name for a in fast.arms if a.name.startswith("−")]
-    muon = "− Muon (AdamW everywhere, lr 6e-3)"
+    muon = arm("− Muon")
     assert max(minus, key=lambda n: delta(fast, n)) == muon  # "Muon is the largest"
     assert min(fast.arm(muon).losses) > 1.89  # "above the mark in every seed"
     assert delta(fast, "− right-size (4 layers)") < 0  # four layers end lower at the same steps ...
-    same_time = fast.arm("− right-size (4 layers, 190 steps: about the same time)")
+    same_time = fast.arm(arm("− right-size (4 layers, 190 steps"))
     assert abs(st.median(same_time.cpu_s) / st.median(fast.arm("lm-fast").cpu_s) - 1) < 0.2
     assert delta(fast, same_time.name) > 0  # ... and higher in about the same time
-    assert delta(fast, "− batch 24 (batch 32, 255 steps)") > 0
-    wsd = fast.paired("− WSD (cosine to 0.1·lr)")
+    wsd = fast.paired(arm("− WSD"))
     assert min(wsd) < 0 < max(wsd)  # "lower in some seeds and higher in others"
-    for name in ("− QK-norm", "− embedding lr ×3 (×1)", "− warm-up 20 (50)", "− batch 24 (batch 32, 255 steps)",
-                 "+ modern preset (SwiGLU d_ff 170, RMSNorm, no biases)", "+ ReLU²"):
+    for name in map(arm, ("− QK-norm", "− embedding lr", "− warm-up", "− batch 24", "+ modern preset", "+ ReLU²")):
         assert min(fast.paired(name)) > 0, name  # "in every seed"
-    assert sum(x > 0 for x in fast.paired("− lr 1.5e-2 (1e-2)")) == 2  # "only in 2 of the 3 seeds"
-    for name in ("+ zero-init output projections", "+ logit soft-cap 15"):
+    assert sum(x > 0 for x in fast.paired(arm("− lr 1.5e-2"))) == 2  # "only in 2 of the 3 seeds"
+    for name in map(arm, ("+ zero-init", "+ logit soft-cap")):
         p = fast.paired(name)
         assert abs(delta(fast, name)) < 0.002 and min(p) < 0 < max(p), name
     for name in [a.name for a in fast.arms if a.name[0] in "−+"]:
