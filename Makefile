@@ -34,7 +34,7 @@ lab: $(TEST_STAMP) lab-settings  ## open JupyterLab on the notebooks (options: m
 	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
 # every core (pytest-xdist); --dist loadscope keeps each notebook whole on one worker (nbval's README)
-PARALLEL ?= -n auto --dist loadscope
+PARALLEL ?= -n auto --dist loadscope --no-loadscope-reorder
 
 test: $(TEST_STAMP) $(SITE_STAMP)  ## every notebook re-run and compared with its stored outputs, and the fast unit tests
 	$(PY) -m pytest $(PARALLEL) -m "not slow" --nbval tests notebooks
