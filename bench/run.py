@@ -51,6 +51,9 @@ rendered from whatever results exist, each with its own date):
   nanogpt    with NANOGPT_DIR=<a clone of karpathy/nanoGPT> only (skipped without it, and under --quick):
              runs bench/nanogpt.py, `--recipe lm-fast` beside nanoGPT's own CPU quick-start, whole
              commands as their users run them, in turn; shows minitf/experiments/stored/nanogpt_quickstart.md
+  muon_step  runs bench/muon_step.py (~1 min): a training step of `--recipe lm-fast` with minitf's Muon,
+             with torch.optim.Muon (bf16) and with AdamW, side by side in one process, the CPU as it is
+             and with its bf16 switched off (ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2); ratios to AdamW
   site       `make site`'s build (python tools/site.py, a fresh process each time, 3 repeats): the
              static course from the stored notebooks, against its goal of 30 s
 
@@ -90,7 +93,8 @@ SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts include
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
-            "length", "lm_fast", "lm_envelope", "lm_best", "lm_best_ablation", "site", "nanogpt")
+            "length", "lm_fast", "lm_envelope", "lm_best", "lm_best_ablation", "site", "nanogpt",
+            "muon_step")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
 
 
@@ -443,11 +447,11 @@ def bench_origami(args, results: Path) -> dict:
     return out
 
 
-def bench_script(script: str, args) -> dict:
+def bench_script(script: str, args, extra: list[str] = ()) -> dict:
     """Run one of the long experiments, bench/<script> (each skips runs it has stored where it is
     resumable, and writes its own minitf/experiments/stored/<name>.json and .md; --quick: a smoke run to /tmp),
     in a child process, and keep its exit status and time for the report."""
-    cmd = [sys.executable, f"bench/{script}"] + (["--quick"] if args.quick else [])
+    cmd = [sys.executable, f"bench/{script}"] + (["--quick"] if args.quick else []) + list(extra)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     run = {"command": " ".join(["python"] + cmd[1:]), "exit_code": proc.returncode,
@@ -463,6 +467,18 @@ def bench_nanogpt(args) -> dict:
         print("  nanogpt: skipped (set NANOGPT_DIR to a clone of karpathy/nanoGPT; not under --quick)")
         return {"date": now(), "runs": []}
     return bench_script("nanogpt.py", args)
+
+
+MUON_GOAL = 1.3  # a Muon step of lm-fast at most this many AdamW steps, on a CPU without bf16
+
+
+def bench_muon_step(args, results: Path) -> dict:
+    """bench/muon_step.py in a child process (it starts one grandchild per bf16 setting); its
+    measurements are kept with the run."""
+    out = results / "muon_step.json"
+    data = bench_script("muon_step.py", args, ["--out", str(out)])
+    data["result"] = json.loads(out.read_text()) if data["runs"][0]["exit_code"] == 0 else None
+    return data
 
 
 # --- the report ---------------------------------------------------------------------------------
@@ -695,6 +711,16 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
         goals.append((f"`make site` ≤ {SITE_GOAL_S} s ({site['notebooks']} notebooks)",
                       all(r["exit_code"] == 0 for r in runs) and wall["median"] <= SITE_GOAL_S,
                       f"{fmt(wall)} s"))
+    muon = load("muon_step")
+    if muon and muon.get("result"):
+        from muon_step import table
+        r = muon["result"]
+        off = r["settings"]["bf16 off"]["ratio_to_adamw"]["muon (minitf)"]
+        L += ["## Muon against AdamW, with and without the CPU's bf16", "",
+              f"`{muon['runs'][0]['command']}` on {muon['date']}, load average {r['loadavg_before']} → "
+              f"{r['loadavg_after']}:", "", table(r), ""]
+        goals.append((f"a Muon step of lm-fast ≤ {MUON_GOAL}× an AdamW step with bf16 off",
+                      off <= MUON_GOAL, f"{off:.2f}×"))
     if goals:
         L[L.index("## Machine") if "## Machine" in L else 4:0] = [
             "## Goals", "", "| goal | met | measured |", "|---|---|---|",
@@ -803,7 +829,8 @@ def main(argv=None) -> int:
                     "lm_best": lambda: bench_script("lm_best.py", args),
                     "lm_best_ablation": lambda: bench_script("lm_best_ablation.py", args),
                     "nanogpt": lambda: bench_nanogpt(args),
-                    "site": lambda: bench_site(args)}
+                    "site": lambda: bench_site(args),
+                    "muon_step": lambda: bench_muon_step(args, results)}
         for name in SECTIONS:
             if name in args.only:
                 print(f"[{now()}] {name} …", flush=True)

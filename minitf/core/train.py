@@ -18,6 +18,7 @@ from . import data, text
 from .data import Pair
 from .devices import device_of
 from .evaluate import evaluate, masked_loss
+from .muon import Muon
 from .tokens import IGNORE
 
 
@@ -137,8 +138,9 @@ def block_matrices(model) -> list:
 def make_lm_optimizer(model, lr: float, weight_decay: float = 0.01, kind: str = "adamw",
                       embed_lr: float = 1.0, muon_lr: float | None = None):
     """The fast LM recipe's optimizer. kind "adamw": AdamW as make_optimizer, with the embedding's
-    lr × embed_lr. kind "muon": torch.optim.Muon (momentum, then Newton–Schulz orthogonalisation;
-    its lr matched to AdamW's update RMS) for the blocks' 2-D weights at muon_lr (default lr),
+    lr × embed_lr. kind "muon": Muon (momentum, then Newton–Schulz orthogonalisation; its lr
+    matched to AdamW's update RMS; minitf.core.muon: torch.optim.Muon's arithmetic, in float32 on a
+    CPU without fast bf16) for the blocks' 2-D weights at muon_lr (default lr),
     AdamW for the embedding (lr × embed_lr), the head, the norms' gains and biases
     (modded-nanogpt's split)."""
     if kind not in ("adamw", "muon"):
@@ -155,8 +157,8 @@ def make_lm_optimizer(model, lr: float, weight_decay: float = 0.01, kind: str = 
     if not muon:
         return adamw
     scale = (muon_lr or lr) / lr
-    return Combined(torch.optim.Muon([{"params": muon, "lr_scale": scale}], lr=lr * scale,
-                                     weight_decay=weight_decay, adjust_lr_fn="match_rms_adamw"),
+    return Combined(Muon([{"params": muon, "lr_scale": scale}], lr=lr * scale,
+                         weight_decay=weight_decay, adjust_lr_fn="match_rms_adamw"),
                     adamw)
 
 
