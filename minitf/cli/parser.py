@@ -158,6 +158,10 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--max-len", type=int, default=None,
                    help="longest sequence the model reads (default 128; with --text: --context)")
     t.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="training steps")
+    t.add_argument("--time", type=float, default=None, metavar="SECONDS",
+                   help="a wall-clock budget: train until it is used up, the schedule following "
+                   "the elapsed time (its shape from --steps and --warmup), the last validation "
+                   "included, so the command ends on time on any CPU")
     t.add_argument("--batch-size", type=int, default=64, help="pairs or windows per step")
     t.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     t.add_argument("--warmup", type=int, default=None,
