@@ -54,6 +54,10 @@ rendered from whatever results exist, each with its own date):
   muon_step  runs bench/muon_step.py (~1 min): a training step of `--recipe lm-fast` with minitf's Muon,
              with torch.optim.Muon (bf16) and with AdamW, side by side in one process, the CPU as it is
              and with its bf16 switched off (ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2); ratios to AdamW
+  lm_best_time
+             runs bench/lm_best_time.py (~21 min of both cores, run it alone): `--recipe lm-best --time 600`
+             with 2 threads and with 1 (a stand-in for a slower CPU), whole commands; what each reached in
+             the budget, and its wall time; writes minitf/experiments/stored/lm_best_time.json
   site       `make site`'s build (python tools/site.py, a fresh process each time, 3 repeats): the
              static course from the stored notebooks, against its goal of 30 s
 
@@ -94,7 +98,7 @@ NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
             "length", "lm_fast", "lm_envelope", "lm_best", "lm_best_ablation", "site", "nanogpt",
-            "muon_step")
+            "muon_step", "lm_best_time")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
 
 
@@ -830,7 +834,8 @@ def main(argv=None) -> int:
                     "lm_best_ablation": lambda: bench_script("lm_best_ablation.py", args),
                     "nanogpt": lambda: bench_nanogpt(args),
                     "site": lambda: bench_site(args),
-                    "muon_step": lambda: bench_muon_step(args, results)}
+                    "muon_step": lambda: bench_muon_step(args, results),
+                    "lm_best_time": lambda: bench_script("lm_best_time.py", args)}
         for name in SECTIONS:
             if name in args.only:
                 print(f"[{now()}] {name} …", flush=True)

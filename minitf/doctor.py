@@ -247,8 +247,9 @@ def speed_report(ref: dict) -> list[str]:
                     "ONEDNN_MAX_CPU_ISA=AVX512_CORE before starting Python and minitf uses float32")
     else:
         muon = ("Muon (--recipe lm-fast, lm-long, lm-best) orthogonalises its updates in float32 "
-                "here: this CPU has no fast bf16 (torch.optim.Muon's bf16 would be emulated, and "
-                "slow), so its last digits differ from a bf16 machine's")
+                "here: bf16 is not fast here (no avx512_bf16 or AMX, or oneDNN capped below it), "
+                "so torch.optim.Muon's bf16 would be emulated and slow; its last digits differ "
+                "from a bf16 machine's")
     return [*lines, muon]
 
 
