@@ -373,7 +373,7 @@ def bench_notebooks(args, results: Path) -> dict:
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     repeats = 1 if args.quick else args.nb_repeats
     out = {"date": now(), "loadavg_start": loadavg(), "notebooks": notebooks, "runs": [],
-           "cpu": cpu_model(), "cores": os.cpu_count(),
+           "cpu": cpu_model(), "cores": os.cpu_count(), "instructions": instructions(),
            "command": ".venv/bin/python -m pytest --nbval notebooks -q --junitxml=<file>"}
     for r in range(repeats):
         xml = results / f".nbval-{r}.xml"
@@ -495,6 +495,13 @@ def cpu_model() -> str:
         lines = []
     return next((l.split(":", 1)[1].strip() for l in lines if l.startswith("model name")),
                 platform.processor() or platform.machine())
+
+
+def instructions() -> str:
+    """The CPU's vector instructions as the documented times name them ("AVX-512, bf16", "AVX2"):
+    `python -m minitf doctor` prints the same for a learner's CPU."""
+    from minitf.doctor import instruction_set
+    return instruction_set().replace(" with ", ", ")
 
 
 def machine() -> dict:

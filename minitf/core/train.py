@@ -278,7 +278,8 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
     schedule complete. The schedule then follows the elapsed fraction of the budget instead of the
     step count (timed_step: the rate at fraction f is the rate at step f·steps, so `steps` and
     `warmup` give its shape), training stops when the fraction reaches 1, and the final validation
-    is inside the budget (a validation is timed first, and its time kept in reserve). How many
+    is inside the budget (a validation is timed first, and its time kept in reserve); a step that
+    would end past the budget (as long as the last one) is not started. How many
     steps fit depends on the machine and its load, so such a run is not bit-for-bit repeatable.
     """
     if steps < 1:
@@ -313,12 +314,17 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
     bar = tqdm(desc="train", disable=not progress, leave=False, initial=history.step,
                total=None if timed else steps)
     step, solved = history.step, False
+    top, step_seconds = None, 0.0  # a timed run: the last step's time, validations left out
     while True:
         if timed:
-            fraction = (before + clock() - start) / max(time_budget - reserve, 1e-9)
-            if fraction >= 1:
+            now = clock()
+            if top is not None:
+                step_seconds = now - top - validating
+            top, validating = now, 0.0
+            elapsed, training_time = before + now - start, time_budget - reserve
+            if elapsed + step_seconds >= training_time:  # the next step would end past it
                 break
-            rate = rate_at(timed_step(fraction, steps), steps, lr, warmup)
+            rate = rate_at(timed_step(elapsed / training_time, steps), steps, lr, warmup)
         else:
             if step >= steps:
                 break
@@ -335,7 +341,8 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
         if val_data and ((eval_every and (step + 1) % eval_every == 0) or (not timed and step + 1 == steps)):
             t = clock()
             history.val.append({"step": step + 1, **validate(model, val_data)})
-            reserve = max(reserve, clock() - t)
+            validating = clock() - t
+            reserve = max(reserve, validating)
             model.train()
             bar.set_postfix(loss=f"{loss.item():.3f}", **val_postfix(history.val[-1]))
             if stop_when is not None and stop_when(history.val[-1]):

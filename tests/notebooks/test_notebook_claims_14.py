@@ -29,7 +29,7 @@ def test_headline_numbers(fast):
     assert f"{min(f.losses):.3f}–{max(f.losses):.3f}" in text
     assert f"{fast.arm('reference').loss:.3f}" in text
     busy = float(fast.load_range.split("–")[0])  # the load average the run recorded, at its lowest
-    assert busy > 2 and "a 2-core AMD EPYC, was busy with other work while this ran" in text
+    assert busy > 2 and "a 2-core AMD EPYC (AVX-512, bf16), was busy with other work while this ran" in text
     assert f.ratio <= 0.25 and f.cpu_ratio <= 0.25
 
 
