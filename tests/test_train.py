@@ -154,13 +154,14 @@ def test_a_timed_run_follows_the_elapsed_fraction_and_ends_on_time(schedule):
                  batch_size=8, lr=1e-2, progress=False, schedule=schedule, cooldown=0.5,
                  time_budget=60.0, clock=clock)
     rate_at = schedule_for(schedule, 0.1, 0.5)
-    # the clock is read at the start, after the timed first validation (reserve 0.5 s), then twice
-    # per step (its rate, its time): step k's rate is read at 1.0 + 1.0·k seconds, a step takes 1 s
-    expected = [rate_at(timed_step((1.0 + k) / 59.5, 40), 40, 1e-2, 4) for k in range(len(hist.loss))]
+    # the clock is read at the start, after the timed first validation (0.5 s: a reserve of
+    # 1.25 × 0.5 s), then twice per step (its rate, its time): step k's rate is read at 1.0 + 1.0·k
+    # seconds, and a step takes 1 s
+    expected = [rate_at(timed_step((1.0 + k) / 59.375, 40), 40, 1e-2, 4) for k in range(len(hist.loss))]
     assert hist.lr == pytest.approx(expected)
-    assert len(hist.loss) == 58 and hist.step == 58   # the 59th would end past 59.5 s; not the 40 of `steps`
+    assert len(hist.loss) == 58 and hist.step == 58  # the 59th would end past 59.375 s; not `steps`
     # the schedule ran to its end, decayed: the last step started less than 2 steps' time before it
-    assert hist.lr[0] < hist.lr[10] and hist.lr[-1] <= rate_at(timed_step(1 - 2 / 59.5, 40), 40, 1e-2, 4)
+    assert hist.lr[0] < hist.lr[10] and hist.lr[-1] <= rate_at(timed_step(1 - 2 / 59.375, 40), 40, 1e-2, 4)
     assert hist.lr[-1] < (0.1 if schedule == "wsd" else 0.11) * max(hist.lr)
     assert [v["step"] for v in hist.val] == [58]      # one validation, after the last step
     assert 58.5 <= hist.seconds <= 60.0 and not hist.interrupted
