@@ -480,7 +480,8 @@ def bench_muon_step(args, results: Path) -> dict:
     """bench/muon_step.py in a child process (it starts one grandchild per bf16 setting); its
     measurements are kept with the run."""
     out = results / "muon_step.json"
-    data = bench_script("muon_step.py", args, ["--out", str(out)])
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+    data = bench_script("muon_step.py", args, ["--out", str(shown)])
     data["result"] = json.loads(out.read_text()) if data["runs"][0]["exit_code"] == 0 else None
     return data
 

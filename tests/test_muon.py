@@ -128,3 +128,25 @@ def test_the_lm_recipes_optimizer_is_minitfs_muon():
     opt = make_lm_optimizer(model, 1e-3, kind="muon", muon_lr=2e-2)
     assert isinstance(opt, Combined) and type(opt.optimizers[0]) is Muon
     assert opt.optimizers[0].dtype is None  # chosen per device at each step
+
+
+def test_the_bench_shows_a_muon_step_within_1_3_adamw_steps_without_bf16():
+    """bench/results/muon_step.json (`make bench`, section muon_step): with the CPU's bf16 switched
+    off (really off: a bf16 product many times a float32 one) minitf's Muon step costs <= 1.3 AdamW
+    steps where torch.optim.Muon's costs more; with it on, Muon keeps bf16. docs/recipes.md says so."""
+    import json
+    import re
+
+    from support import ROOT
+    result = json.loads((ROOT / "bench" / "results" / "muon_step.json").read_text())
+    on, off = result["settings"]["as it is"], result["settings"]["bf16 off"]
+    assert off["fast_bf16"] is False and off["minitf_muon_dtype"] == "float32"
+    assert off["matmul_pair_ms"]["bfloat16"] > 5 * off["matmul_pair_ms"]["float32"]
+    assert off["ratio_to_adamw"]["muon (minitf)"] <= 1.3 < off["ratio_to_adamw"]["muon (torch, bf16)"]
+    assert on["fast_bf16"] is True and on["minitf_muon_dtype"] == "bfloat16"
+    text = " ".join((ROOT / "docs" / "recipes.md").read_text().split())
+    for ratio in (on["ratio_to_adamw"]["muon (minitf)"], off["ratio_to_adamw"]["muon (minitf)"],
+                  off["ratio_to_adamw"]["muon (torch, bf16)"]):
+        assert f"{ratio:.2f}×" in text
+    pair = off["matmul_pair_ms"]["bfloat16"] / off["matmul_pair_ms"]["float32"]
+    assert re.search(rf"bf16 matrix product took {pair:.1f}× a float32 one", text)
