@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -77,6 +78,9 @@ def cmd_train(args) -> int:
         # resumed: the weights reached; new: initialised on the CPU (the same whatever the device)
         model = load(args.resume) if state else Transformer(config)
         budget = None if args.time is None else args.time - seconds_since_start(began)
+        if budget is not None and budget <= 0:
+            return fail(f"--time {args.time:g}: the budget was used up before training could start "
+                        f"(starting and reading the data took {seconds_since_start(began):.1f} s)")
         hist, run, stopped_by = train_with_minitf(args, model, device, train_data, val_data,
                                                   described, state, budget)
         if stopped_by:
@@ -105,8 +109,11 @@ def cmd_train(args) -> int:
 
 
 def seconds_since_start(began: float) -> float:
-    """How long this process has run (Linux: since it started, Python's imports included;
-    elsewhere since `began`): --time's budget is the whole command's."""
+    """How long this command has run: for `python -m minitf` on Linux since its process started
+    (Python's imports included), else since `began`: --time's budget is the whole command's."""
+    main = sys.modules.get("__main__")
+    if not getattr(getattr(main, "__spec__", None), "name", "").startswith("minitf"):
+        return time.perf_counter() - began  # called from Python (a test, a notebook)
     try:
         fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
         started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, clock ticks after boot

@@ -277,10 +277,10 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
     time_budget (seconds of wall time, `clock`'s): the run ends on time on any machine, its
     schedule complete. The schedule then follows the elapsed fraction of the budget instead of the
     step count (timed_step: the rate at fraction f is the rate at step f·steps, so `steps` and
-    `warmup` give its shape), training stops when the fraction reaches 1, and the final validation
-    is inside the budget (a validation is timed first, and 1.25 times its time kept in reserve); a step that
-    would end past the budget (as long as the last one) is not started. How many
-    steps fit depends on the machine and its load, so such a run is not bit-for-bit repeatable.
+    `warmup` give its shape); a step that would end past the budget (if as long as the last one)
+    is not started, but one step always is; the final validation is inside the budget (one is
+    timed first, and 1.25 times the longest kept in reserve). How many steps fit depends on the
+    machine and its load, so such a run is not bit-for-bit repeatable.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -314,7 +314,8 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
     model.train()
     bar = tqdm(desc="train", disable=not progress, leave=False, initial=history.step,
                total=None if timed else steps)
-    step, solved = history.step, False
+    step = first = history.step
+    solved = False
     top, step_seconds = None, 0.0  # a timed run: the last step's time, validations left out
     while True:
         if timed:
@@ -323,8 +324,8 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
                 step_seconds = now - top - validating
             top, validating = now, 0.0
             elapsed, training_time = before + now - start, time_budget - reserve
-            if elapsed + step_seconds >= training_time:  # the next step would end past it
-                break
+            if elapsed + step_seconds >= training_time and step > first:  # the next step would
+                break                                                     # end past it (one at least)
             rate = rate_at(timed_step(elapsed / training_time, steps), steps, lr, warmup)
         else:
             if step >= steps:
