@@ -144,7 +144,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="modern: RMSNorm pre-norm, no biases, SwiGLU, QK-norm (flags given win)")
     t.add_argument("--optimizer", choices=["adamw", "muon"], default="adamw",
-                   help="muon: torch.optim.Muon for the blocks' matrices, AdamW for the rest")
+                   help="muon: Muon (torch.optim.Muon's update; in float32 on a CPU without fast "
+                   "bf16) for the blocks' matrices, AdamW for the rest")
     t.add_argument("--muon-lr", type=float, default=None, help="Muon's peak lr (default --lr)")
     t.add_argument("--embed-lr", type=float, default=1.0, metavar="X",
                    help="the embedding's lr is --lr times this")
