@@ -99,5 +99,5 @@ runtimes: $(STAMP)  ## rewrite the run-time tables (README, notebook 00) from ma
 	$(PY) tools/runtimes.py
 	$(PY) tools/map_minutes.py
 
-map-minutes: $(STAMP)  ## rewrite the course map's minutes (README, notebook 00) from python -m minitf.course.course_map's count
+map-minutes: $(STAMP)  ## rewrite the course map's minutes (README, notebook 00) from tools/course_map.py's count
 	$(PY) tools/map_minutes.py

@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         print(json.dumps(child(args.rounds, args.steps, args.threads)))
         return 0
     sys.path.insert(0, str(ROOT / "bench"))
-    from run import cpu_model  # noqa: E402 (the report's CPU name)
+    from reporting import cpu_model  # noqa: E402 (the report's CPU name)
     result = {"cpu": cpu_model(), "loadavg_before": [round(x, 2) for x in os.getloadavg()], "settings": {}}
     for setting, env in SETTINGS.items():
         cmd = [sys.executable, __file__, "--child", "--rounds", str(args.rounds), "--steps",

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from .devices import device_of
 from .model import evaluating
 from .tokens import VOCAB
+from .words import plural
 
 VAL_FRACTION = 0.1
 LN2 = math.log(2)
@@ -90,7 +91,8 @@ def read_text(path, context: int, max_len: int | None = None,
     for part in parts:
         if len(part) < context + 1:
             raise TextError(
-                f"{path}: too short for a window: its {part.name} split holds {len(part):,} bytes "
+                f"{path}: too short for a window: its {part.name} split holds "
+                f"{plural(len(part), 'byte', sep=True)} "
                 f"(of {len(data):,}), and one window needs context + 1 = {context + 1} (the context "
                 "and the byte after it); use a longer file or a smaller context")
     return Text(str(path), *parts)
