@@ -51,6 +51,13 @@ rendered from whatever results exist, each with its own date):
   nanogpt    with NANOGPT_DIR=<a clone of karpathy/nanoGPT> only (skipped without it, and under --quick):
              runs bench/nanogpt.py, `--recipe lm-fast` beside nanoGPT's own CPU quick-start, whole
              commands as their users run them, in turn; shows minitf/experiments/stored/nanogpt_quickstart.md
+  muon_step  runs bench/muon_step.py (~1 min): a training step of `--recipe lm-fast` with minitf's Muon,
+             with torch.optim.Muon (bf16) and with AdamW, side by side in one process, the CPU as it is
+             and with its bf16 switched off (ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2); ratios to AdamW
+  lm_best_time
+             runs bench/lm_best_time.py (~21 min of both cores, run it alone): `--recipe lm-best --time 600`
+             with 2 threads and with 1 (a stand-in for a slower CPU), whole commands; what each reached in
+             the budget, and its wall time; writes minitf/experiments/stored/lm_best_time.json
   site       `make site`'s build (python tools/site.py, a fresh process each time, 3 repeats): the
              static course from the stored notebooks, against its goal of 30 s
   norm_position
@@ -106,7 +113,8 @@ SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts include
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
-            "length", "lm_fast", "lm_envelope", "lm_best", "lm_best_ablation", "site", "nanogpt")
+            "length", "lm_fast", "lm_envelope", "lm_best", "lm_best_ablation", "site", "nanogpt",
+            "muon_step", "lm_best_time")
 # the notebooks' smaller studies, each a script of its own
 SECTIONS += ("norm_position", "train_seeds", "lm_best_profile", "lm_best_sweep")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
@@ -375,7 +383,7 @@ def bench_notebooks(args, results: Path) -> dict:
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     repeats = 1 if args.quick else args.nb_repeats
     out = {"date": utc_now(), "loadavg_start": loadavg(), "notebooks": notebooks, "runs": [],
-           "cpu": cpu_model(), "cores": os.cpu_count(),
+           "cpu": cpu_model(), "cores": os.cpu_count(), "instructions": instructions(),
            "command": ".venv/bin/python -m pytest --nbval notebooks -q --junitxml=<file>"}
     for r in range(repeats):
         xml = results / f".nbval-{r}.xml"
@@ -453,11 +461,11 @@ def bench_origami(args, results: Path) -> dict:
     return out
 
 
-def bench_script(script: str, args) -> dict:
+def bench_script(script: str, args, extra: list[str] = ()) -> dict:
     """Run one of the long experiments, bench/<script> (each skips runs it has stored where it is
     resumable, and writes its own minitf/experiments/stored/<name>.json and .md; --quick: a smoke run to /tmp),
     in a child process, and keep its exit status and time for the report."""
-    cmd = [sys.executable, f"bench/{script}"] + (["--quick"] if args.quick else [])
+    cmd = [sys.executable, f"bench/{script}"] + (["--quick"] if args.quick else []) + list(extra)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     run = {"command": " ".join(["python"] + cmd[1:]), "exit_code": proc.returncode,
@@ -475,7 +483,27 @@ def bench_nanogpt(args) -> dict:
     return bench_script("nanogpt.py", args)
 
 
+MUON_GOAL = 1.3  # a Muon step of lm-fast at most this many AdamW steps, on a CPU without bf16
+
+
+def bench_muon_step(args, results: Path) -> dict:
+    """bench/muon_step.py in a child process (it starts one grandchild per bf16 setting); its
+    measurements are kept with the run."""
+    out = results / "muon_step.json"
+    shown = out.relative_to(ROOT) if out.is_relative_to(ROOT) else out
+    data = bench_script("muon_step.py", args, ["--out", str(shown)])
+    data["result"] = json.loads(out.read_text()) if data["runs"][0]["exit_code"] == 0 else None
+    return data
+
+
 # --- the report ---------------------------------------------------------------------------------
+
+def instructions() -> str:
+    """The CPU's vector instructions as the documented times name them ("AVX-512, bf16", "AVX2"):
+    `python -m minitf doctor` prints the same for a learner's CPU."""
+    from minitf.doctor import instruction_set
+    return instruction_set().replace(" with ", ", ")
+
 
 def machine() -> dict:
     import torch
@@ -699,6 +727,16 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
         goals.append((f"`make site` ≤ {SITE_GOAL_S} s ({site['notebooks']} notebooks)",
                       all(r["exit_code"] == 0 for r in runs) and wall["median"] <= SITE_GOAL_S,
                       f"{fmt(wall)} s"))
+    muon = load("muon_step")
+    if muon and muon.get("result"):
+        from muon_step import table
+        r = muon["result"]
+        off = r["settings"]["bf16 off"]["ratio_to_adamw"]["muon (minitf)"]
+        L += ["## Muon against AdamW, with and without the CPU's bf16", "",
+              f"`{muon['runs'][0]['command']}` on {muon['date']}, load average {r['loadavg_before']} → "
+              f"{r['loadavg_after']}:", "", table(r), ""]
+        goals.append((f"a Muon step of lm-fast ≤ {MUON_GOAL}× an AdamW step with bf16 off",
+                      off <= MUON_GOAL, f"{off:.2f}×"))
     if goals:
         L[L.index("## Machine") if "## Machine" in L else 4:0] = [
             "## Goals", "", "| goal | met | measured |", "|---|---|---|",
@@ -811,7 +849,9 @@ def main(argv=None) -> int:
                     "norm_position": lambda: bench_script("norm_position.py", args),
                     "train_seeds": lambda: bench_script("train_seeds.py", args),
                     "lm_best_profile": lambda: bench_script("lm_best_profile.py", args),
-                    "lm_best_sweep": lambda: bench_script("lm_best_sweep.py", args)}
+                    "lm_best_sweep": lambda: bench_script("lm_best_sweep.py", args),
+                    "muon_step": lambda: bench_muon_step(args, results),
+                    "lm_best_time": lambda: bench_script("lm_best_time.py", args)}
         for name in SECTIONS:
             if name in args.only:
                 print(f"[{utc_now()}] {name} …", flush=True)

@@ -13,6 +13,11 @@ reasons, and the doctor looks at each:
    effect);
 4. a GPU or Apple's MPS: other kernels again, a somewhat larger effect.
 
+The command (`main`) also says how fast this machine is against the one the documented times were
+measured on: it times a short fixed workload (training steps of lm-fast's model, one thread), names
+this CPU and its instruction set (AVX2, AVX-512, bf16), prints "expect about k× the documented times
+here", and says in which precision Muon orthogonalises here (a warning if it would be a slow bf16).
+
 It computes one forward pass and one training step of the tiny model, in float64 and in float32,
 from weights given by a formula (no random draws: the same weights everywhere), and the forward
 pass of the seeded tiny model (`torch.manual_seed(0); Transformer(Config())`, whose random draws
@@ -35,6 +40,7 @@ import os
 import platform
 import re
 import textwrap
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +49,7 @@ import torch
 from .core.config import Config
 from .core.data import Pair, make_batch
 from .core.devices import mps_available
+from .core.muon import cpu_has_fast_bf16
 from .core.evaluate import masked_loss
 from .core.model import Transformer
 from .core.train import make_optimizer, train_step
@@ -142,6 +149,127 @@ def conditions() -> dict:
             "threads": torch.get_num_threads()}
 
 
+# -- how fast this machine is against the documented times' -------------------------------------
+
+SPEED_STEPS = 5   # training steps per timing; the best of SPEED_REPEATS timings counts
+SPEED_REPEATS = 3
+SPEED_WORKLOAD = ("5 training steps (forward, backward, clipping, AdamW) of lm-fast's model on 24 "
+                  "windows of 64 bytes, one thread, the best of 3")
+
+
+def cpu_name() -> str:
+    """The CPU's model name, with its family and model numbers on x86 Linux (one marketing name,
+    such as "AMD EPYC", covers CPUs several times apart)."""
+    try:
+        info = dict(line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().splitlines()
+                    if ":" in line)  # the first processor's lines win below: they come last here
+        info = {k.strip(): v.strip() for k, v in info.items()}
+    except OSError:
+        info = {}
+    name = info.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in info and "model" in info:
+        name += f" (family {info['cpu family']}, model {info['model']})"
+    return name
+
+
+def instruction_set() -> str:
+    """The vector instructions this CPU has, as the documented times name them: "AVX-512 with
+    bf16", "AVX-512", "AVX2", or the architecture (e.g. arm64)."""
+    if torch.cpu._is_avx512_supported():
+        widest = "AVX-512"
+    elif torch.cpu._is_avx2_supported():
+        widest = "AVX2"
+    else:
+        return platform.machine()
+    native = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    return f"{widest} with bf16" if native else widest
+
+
+def speed_workload(repeats: int = SPEED_REPEATS) -> float:
+    """Seconds for SPEED_STEPS training steps of lm-fast's model (2 layers, d_model 64, QK-norm) on
+    24 windows of 64 bytes given by a formula, one thread, AdamW: the best of `repeats`, so other
+    work on the machine counts little. About a second on the machine of the documented times."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            model = Transformer(Config(d_model=64, n_heads=4, n_layers=2, d_ff=256, norm_position="pre",
+                                       dropout=0.0, qk_norm=True, max_len=64)).train()
+        data = (torch.arange(24 * 65) * 7919 % 251).reshape(24, 65)
+        ids, targets = data[:, :-1], data[:, 1:]
+        optimizer = make_optimizer(model, LR)
+        train_step(model, optimizer, ids, targets)  # warm up: allocations, kernel choice
+        best = float("inf")
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(SPEED_STEPS):
+                train_step(model, optimizer, ids, targets)
+            best = min(best, time.perf_counter() - start)
+        return best
+    finally:
+        torch.set_num_threads(threads)
+
+
+def matmul_pair_seconds(dtype: torch.dtype, repeats: int = 50) -> float:
+    """The best time of (a @ b) @ a, a 256×64 (the shape of lm-fast's FFN matrices), in dtype."""
+    a, b = torch.ones(256, 64, dtype=dtype) / 64, torch.ones(64, 256, dtype=dtype) / 64
+    (a @ b) @ a
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(repeats):
+            (a @ b) @ a
+        best = min(best, (time.perf_counter() - start) / repeats)
+    return best
+
+
+def speed_report(ref: dict) -> list[str]:
+    """This CPU and its instruction set, the factor to apply to the documented times, and Muon's
+    precision here."""
+    stored = ref.get("speed")
+    here = speed_workload()
+    lines = [f"this CPU: {cpu_name()}, {instruction_set()}, {os.cpu_count()} logical cores"]
+    if stored:
+        factor = here / stored["seconds"]
+        lines.append(f"speed: {SPEED_WORKLOAD} took {here:.2f} s here and {stored['seconds']:.2f} s on "
+                     f"the machine of the documented times ({stored['cpu']}, {stored['instructions']}): "
+                     f"expect about {factor:.1f}× the documented times here (each names its CPU; "
+                     "another program running beside yours makes them longer still)")
+    if cpu_has_fast_bf16():
+        ratio = matmul_pair_seconds(torch.bfloat16) / matmul_pair_seconds(torch.float32)
+        muon = ("Muon (--recipe lm-fast, lm-long, lm-best) orthogonalises its updates in bf16 "
+                f"here, as torch.optim.Muon does: this CPU has native bf16 (a bf16 matrix product "
+                f"took {ratio:.2f}× a float32 one)")
+        if ratio > 1.5:
+            muon = ("WARNING: Muon (--recipe lm-fast, lm-long, lm-best) will orthogonalise in bf16 "
+                    f"here, and a bf16 matrix product took {ratio:.1f}× a float32 one: set "
+                    "ONEDNN_MAX_CPU_ISA=AVX512_CORE before starting Python and minitf uses float32")
+    else:
+        muon = ("Muon (--recipe lm-fast, lm-long, lm-best) orthogonalises its updates in float32 "
+                "here: bf16 is not fast here (no avx512_bf16 or AMX, or oneDNN capped below it), "
+                "so torch.optim.Muon's bf16 would be emulated and slow; its last digits differ "
+                "from a bf16 machine's")
+    return [*lines, muon]
+
+
+def record_speed(path=REFERENCE, repeats: int = 15) -> dict:
+    """Time the workload here (the best of `repeats`) and store it in path as the documented
+    times' machine: `python -c "import minitf.doctor as d; d.record_speed()"` on that machine."""
+    path = Path(path)
+    ref = reference(path)
+    ref["speed"] = {"seconds": round(speed_workload(repeats), 3), "cpu": cpu_name(),
+                    "instructions": instruction_set(), "workload": SPEED_WORKLOAD}
+    write_reference(path, ref["made_with"], ref["values"], ref["speed"])
+    return ref["speed"]
+
+
+def write_reference(path: Path, made: dict, values: dict, speed: dict | None) -> None:
+    rows = ",\n".join(f"  {json.dumps(name)}: {json.dumps(v)}" for name, v in values.items())
+    speed_line = f',\n "speed": {json.dumps(speed)}' if speed else ""
+    Path(path).write_text(f'{{\n "made_with": {json.dumps(made)}{speed_line},\n "values": {{\n{rows}\n }}\n}}\n')
+
+
 def record(path=REFERENCE) -> Path:
     """Compute every check on this machine, with one thread (as the notebooks run), and store the
     values as the book's: `python -c "import minitf.doctor as d; d.record()"` on the book's machine.
@@ -153,9 +281,9 @@ def record(path=REFERENCE) -> Path:
         made = {**conditions(), "seeded_weights_sha256": seeded_weights_hash()}
     finally:
         torch.set_num_threads(threads)
-    rows = ",\n".join(f"  {json.dumps(name)}: {json.dumps(v)}" for name, v in values.items())
     path = Path(path)
-    path.write_text(f'{{\n "made_with": {json.dumps(made)},\n "values": {{\n{rows}\n }}\n}}\n')
+    speed = reference(path).get("speed") if path.exists() else None  # kept: record_speed's
+    write_reference(path, made, values, speed)
     return path
 
 
@@ -188,6 +316,7 @@ class Report:
     findings: list[Finding]
     notes: list[str] = field(default_factory=list)    # explanations the findings call for
     devices: list[str] = field(default_factory=list)  # a GPU's or MPS's results against the CPU's
+    speed: list[str] = field(default_factory=list)    # this CPU, its factor, Muon's precision
 
     @property
     def ok(self) -> bool:
@@ -211,7 +340,7 @@ class Report:
 
     def __str__(self) -> str:
         lines = ["minitf doctor: why your numbers may differ from the book's", "",
-                 *map(wrapped, self.facts), ""]
+                 *map(wrapped, self.facts), *map(wrapped, self.speed), ""]
         for f in self.findings:
             lines += [f.line(), wrapped(f.detail, "    ")] if f.detail else [f.line()]
         for paragraph in [*self.notes, *self.devices]:
@@ -395,11 +524,13 @@ def facts(ref: dict) -> list[str]:
             "(notebooks set 1: minitf.notebook.setup)"]
 
 
-def check(path=REFERENCE) -> Report:
-    """Every check against the values stored at path; a difference is reported, never raised."""
+def check(path=REFERENCE, speed: bool = False) -> Report:
+    """Every check against the values stored at path; a difference is reported, never raised.
+    speed: also time this machine against the documented times' (about a second; the command's)."""
     ref = reference(path)
     findings, notes = check_numbers(ref)
-    return Report(facts(ref), [check_versions(), *findings], notes, device_report())
+    return Report(facts(ref), [check_versions(), *findings], notes, device_report(),
+                  speed_report(ref) if speed else [])
 
 
 # where a learner reads on: the page that explains the usual surprises (printed by `main`)
@@ -409,7 +540,7 @@ TROUBLESHOOTING = ("More help: docs/troubleshooting.md in the repository's folde
 
 def main() -> int:
     """`python -m minitf doctor`: print the report; 0 when every verdict is ok, 1 otherwise."""
-    report = check()
+    report = check(speed=True)
     print(report)
     print(TROUBLESHOOTING)
     return 0 if report.ok else 1

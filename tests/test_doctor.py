@@ -171,3 +171,59 @@ def test_every_check_is_in_the_stored_file(name):
 def test_the_troubleshooting_page_doctor_names_exists():
     name = re.search(r"\b([\w/]+\.md)\b", doctor.TROUBLESHOOTING)[1]
     assert (ROOT / name).is_file()
+
+
+# --- how fast this machine is against the documented times' ------------------------------------
+
+def test_the_stored_speed_names_its_cpu_and_instruction_set():
+    speed = doctor.reference()["speed"]
+    assert speed["seconds"] > 0 and speed["workload"] == doctor.SPEED_WORKLOAD
+    assert "family" in speed["cpu"] and re.search(r"AVX2|AVX-512", speed["instructions"])
+
+
+def test_the_factor_is_this_machines_time_over_the_stored_one(monkeypatch):
+    stored = doctor.reference()["speed"]["seconds"]
+    monkeypatch.setattr(doctor, "speed_workload", lambda: 2.5 * stored)
+    monkeypatch.setattr(doctor, "cpu_has_fast_bf16", lambda: False)
+    lines = doctor.speed_report(doctor.reference())
+    assert lines[0].startswith("this CPU: ") and doctor.instruction_set() in lines[0]
+    assert "expect about 2.5× the documented times here" in lines[1]
+    assert "orthogonalises its updates in float32" in lines[2]
+
+
+def test_muon_on_a_slow_bf16_is_warned_of(monkeypatch):
+    monkeypatch.setattr(doctor, "speed_workload", lambda: 1.0)
+    monkeypatch.setattr(doctor, "cpu_has_fast_bf16", lambda: True)
+    monkeypatch.setattr(doctor, "matmul_pair_seconds", lambda dtype: 3.0 if dtype == torch.bfloat16 else 1.0)
+    assert doctor.speed_report(doctor.reference())[-1].startswith("WARNING: Muon")
+    monkeypatch.setattr(doctor, "matmul_pair_seconds", lambda dtype: 0.4 if dtype == torch.bfloat16 else 1.0)
+    assert "in bf16 here, as torch.optim.Muon does" in doctor.speed_report(doctor.reference())[-1]
+
+
+@pytest.mark.parametrize("flags, named", [
+    ({"_is_avx512_supported": True, "_is_avx512_bf16_supported": True}, "AVX-512 with bf16"),
+    ({"_is_avx512_supported": True}, "AVX-512"),
+    ({"_is_avx2_supported": True}, "AVX2"),
+    ({"_is_avx2_supported": True, "_is_amx_tile_supported": True}, "AVX2 with bf16"),
+])
+def test_the_instruction_set_is_named_as_the_docs_name_it(monkeypatch, flags, named):
+    for name in ("_is_avx512_supported", "_is_avx2_supported", "_is_avx512_bf16_supported",
+                 "_is_amx_tile_supported"):
+        monkeypatch.setattr(torch.cpu, name, lambda v=flags.get(name, False): v)
+    assert doctor.instruction_set() == named
+
+
+def test_record_speed_stores_what_record_keeps(tmp_path, monkeypatch):
+    path = doctor.record(tmp_path / "reference.json")
+    monkeypatch.setattr(doctor, "speed_workload", lambda repeats: 0.75)
+    assert doctor.record_speed(path)["seconds"] == 0.75
+    doctor.record(path)  # the numbers again: the speed stays
+    assert doctor.reference(path)["speed"]["seconds"] == 0.75 and doctor.check(path).ok
+
+
+def test_the_command_prints_the_factor_but_notebook_00s_verdict_has_no_timing(monkeypatch, capsys):
+    monkeypatch.setattr(doctor, "speed_workload", lambda: 1.0)
+    assert doctor.check().speed == []  # the notebook's check times nothing
+    doctor.main()
+    out = " ".join(capsys.readouterr().out.split())  # the report wraps its lines
+    assert "expect about" in out and "the documented times here" in out and "this CPU:" in out

@@ -129,3 +129,68 @@ def test_both_schedules_take_the_same_arguments_with_warmup_in_steps():
     with pytest.raises(ValueError, match="got 'linear'"):  # refused before any step is trained
         train(Transformer(Config(d_model=8, n_heads=2)), make_pairs("copy", 8, seed=0, max_len=2),
               steps=1, schedule="linear", progress=False)
+
+
+class FakeClock:
+    """A clock that advances `tick` seconds each time it is read: a timed run without real time."""
+
+    def __init__(self, tick: float):
+        self.now, self.tick = 0.0, tick
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+@pytest.mark.parametrize("schedule", ["wsd", "cosine"])
+def test_a_timed_run_follows_the_elapsed_fraction_and_ends_on_time(schedule):
+    """time_budget: each step's rate is the schedule's at step fraction·steps, the fraction being the
+    elapsed share of the budget less the final validation's reserve; the run stops when it is
+    used up, with the schedule run to its end, and validates last, inside the budget."""
+    from minitf.core.train import timed_step
+    pairs = make_pairs("copy", 64, seed=0, max_len=4)
+    clock = FakeClock(0.5)
+    hist = train(Transformer(Config(d_model=8, n_heads=2)), pairs, pairs[:8], steps=40, warmup=4,
+                 batch_size=8, lr=1e-2, progress=False, schedule=schedule, cooldown=0.5,
+                 time_budget=60.0, clock=clock)
+    rate_at = schedule_for(schedule, 0.1, 0.5)
+    # the clock is read at the start, after the timed first validation (0.5 s: a reserve of
+    # 1.25 × 0.5 s), then twice per step (its rate, its time): step k's rate is read at 1.0 + 1.0·k
+    # seconds, and a step takes 1 s
+    expected = [rate_at(timed_step((1.0 + k) / 59.375, 40), 40, 1e-2, 4) for k in range(len(hist.loss))]
+    assert hist.lr == pytest.approx(expected)
+    assert len(hist.loss) == 58 and hist.step == 58  # the 59th would end past 59.375 s; not `steps`
+    # the schedule ran to its end, decayed: the last step started less than 2 steps' time before it
+    assert hist.lr[0] < hist.lr[10] and hist.lr[-1] <= rate_at(timed_step(1 - 2 / 59.375, 40), 40, 1e-2, 4)
+    assert hist.lr[-1] < (0.1 if schedule == "wsd" else 0.11) * max(hist.lr)
+    assert [v["step"] for v in hist.val] == [58]      # one validation, after the last step
+    assert 58.5 <= hist.seconds <= 60.0 and not hist.interrupted
+
+
+def test_timed_step_maps_the_fraction_onto_the_step_schedule():
+    from minitf.core.train import timed_step
+    assert timed_step(0.0, 1600) == 0 and timed_step(0.5, 1600) == 800 and timed_step(1.0, 1600) == 1600
+    rate = schedule_for("wsd", cooldown=0.4)
+    assert rate(timed_step(0.3, 1600), 1600, 1.0, 20) == 1.0            # stable
+    assert rate(timed_step(0.8, 1600), 1600, 1.0, 20) == pytest.approx(0.5)  # half-way down the decay
+    assert rate(timed_step(0.999, 1600), 1600, 1.0, 20) < 0.01          # the decay done
+
+
+def test_a_timed_run_keeps_its_periodic_validations_and_resumes_its_clock():
+    pairs = make_pairs("copy", 64, seed=0, max_len=4)
+    model = Transformer(Config(d_model=8, n_heads=2))
+    first = train(model, pairs, pairs[:8], steps=40, batch_size=8, progress=False, eval_every=10,
+                  time_budget=30.0, clock=FakeClock(0.5), should_stop=lambda: True)
+    assert first.interrupted and first.step == 1 and first.val == []
+    state = first.state()
+    rest = train(model, pairs, pairs[:8], steps=40, batch_size=8, progress=False, eval_every=10,
+                 time_budget=30.0, clock=FakeClock(0.5), resume=state)
+    assert [v["step"] for v in rest.val] == [10, 20, rest.step]
+    assert 29.0 <= rest.seconds <= 30.0  # the budget counts the time before the stop
+
+
+@pytest.mark.parametrize("budget", [0, -1.0, float("nan"), float("inf")])
+def test_a_time_budget_must_be_positive_seconds(budget):
+    with pytest.raises(ValueError, match="time_budget is seconds of wall time > 0"):
+        train(Transformer(Config()), make_pairs("copy", 8, seed=0, max_len=4), steps=5,
+              progress=False, time_budget=budget)

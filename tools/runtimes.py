@@ -73,7 +73,9 @@ def cpu(data: dict) -> str:
     """The CPU a measurement was made on, as the table names it."""
     if not data.get("cpu"):
         return "a CPU the measurement did not record (run `make bench` again)"
-    name = f"{data['cpu']} ({data['cores']} cores)" if data.get("cores") else data["cpu"]
+    detail = ", ".join(str(x) for x in (f"{data['cores']} cores" if data.get("cores") else None,
+                                         data.get("instructions")) if x)
+    name = f"{data['cpu']} ({detail})" if detail else data["cpu"]
     return ("an " if name[0].upper() in "AEIOU" else "a ") + name
 
 

@@ -132,6 +132,10 @@ def check_args(args) -> str | None:
             return f"--muon-lr must be a number > 0 (Muon's peak learning rate), got {args.muon_lr}"
         if not (math.isfinite(args.weight_decay) and args.weight_decay >= 0):
             return f"--weight-decay must be a number >= 0, got {args.weight_decay}"
+        if args.time is not None and not (math.isfinite(args.time) and args.time > 0):
+            return f"--time must be a number of seconds > 0 (the wall-clock budget), got {args.time}"
+        if args.time is not None and args.trainer == "lightning":
+            return "--time is for --trainer minitf; Lightning trains for --steps"
         if not 0 < args.cooldown <= 1:
             return (f"--cooldown must be a fraction in (0, 1] (of the steps spent decaying), "
                     f"got {args.cooldown}")

@@ -166,7 +166,8 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--preset", choices=sorted(PRESETS), default=None,
                    help="modern: RMSNorm pre-norm, no biases, SwiGLU, QK-norm (flags given win)")
     t.add_argument("--optimizer", choices=["adamw", "muon"], default="adamw",
-                   help="muon: torch.optim.Muon for the blocks' matrices, AdamW for the rest")
+                   help="muon: Muon (torch.optim.Muon's update; in float32 on a CPU without fast "
+                   "bf16) for the blocks' matrices, AdamW for the rest")
     t.add_argument("--muon-lr", type=float, default=None, help="Muon's peak lr (default --lr)")
     t.add_argument("--embed-lr", type=float, default=1.0, metavar="X",
                    help="the embedding's lr is --lr times this")
@@ -180,6 +181,10 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--max-len", type=int, default=None,
                    help="longest sequence the model reads (default 128; with --text: --context)")
     t.add_argument("--steps", type=int, default=DEFAULT_STEPS, help="training steps")
+    t.add_argument("--time", type=float, default=None, metavar="SECONDS",
+                   help="a wall-clock budget: train until it is used up, the schedule following "
+                   "the elapsed time (its shape from --steps and --warmup), the last validation "
+                   "included, so the command ends on time on any CPU")
     t.add_argument("--batch-size", type=int, default=64, help="pairs or windows per step")
     t.add_argument("--lr", type=float, default=3e-3, help="peak learning rate")
     t.add_argument("--warmup", type=int, default=None,

@@ -3,8 +3,11 @@ the model reached, --save-every saves part-way, --resume goes on from such a che
 same training run by PyTorch Lightning."""
 from __future__ import annotations
 
+import os
 import shlex
 import signal
+import sys
+import time
 from pathlib import Path
 
 from ..core.checkpoint import PAIRS, load, save, train_state
@@ -27,6 +30,7 @@ def cmd_train(args) -> int:
     --save-every N saves a resumable checkpoint every N steps, Ctrl-C (SIGINT) or SIGTERM saves
     the model reached and exits 130 or 143 (128 + the signal's number, the shell's convention),
     and --resume FILE goes on from such a checkpoint as if the run had never stopped."""
+    began = time.perf_counter()  # --time counts from here
     if args.trainer == "lightning" and (args.resume or args.save_every is not None):
         return fail(LIGHTNING_KEEPS_ITS_OWN)
     state = None
@@ -76,10 +80,15 @@ def cmd_train(args) -> int:
     else:
         # resumed: the weights reached; new: initialised on the CPU (the same whatever the device)
         model = load(args.resume) if state else Transformer(config)
+        budget = None if args.time is None else args.time - seconds_since_start(began)
+        if budget is not None and budget <= 0:
+            return fail(f"--time {args.time:g}: the budget was used up before training could start "
+                        f"(starting and reading the data took {seconds_since_start(began):.1f} s)")
         hist, run, stopped_by = train_with_minitf(args, model, device, train_data, val_data,
-                                                  described, state)
+                                                  described, state, budget)
         if stopped_by:
-            print(f"interrupted ({stopped_by.name}) at step {hist.step} of {args.steps}; "
+            of = f"in a {args.time:g} s budget" if args.time else f"of {args.steps}"
+            print(f"interrupted ({stopped_by.name}) at step {hist.step} {of}; "
                   f"saved {args.out}; resume with: python -m minitf train --resume "
                   f"{shlex.quote(args.out)} --out {shlex.quote(args.out)}")
             return 128 + stopped_by
@@ -88,7 +97,7 @@ def cmd_train(args) -> int:
         print(f"exact match {final['exact_match']:.4f} "
               + (f">= {args.target_exact}: stopped" if final["exact_match"] >= args.target_exact
                  else f"< {args.target_exact}: target not reached, all steps trained"))
-    done = len(hist.loss) if args.target_exact is not None else args.steps
+    done = len(hist.loss) if args.target_exact is not None or args.time else args.steps
     resumed = f" (resumed at step {state['step']})" if state else ""
     unchecked = "; no validation (--n-val 0)" if final is None else ""
     print(f"trained {plural(done, 'step')} in {hist.seconds:.1f} s{resumed}{unchecked}; "
@@ -96,10 +105,24 @@ def cmd_train(args) -> int:
     return 0
 
 
-def train_with_minitf(args, model, device, train_data, val_data, described, state):
+def seconds_since_start(began: float) -> float:
+    """How long this command has run: for `python -m minitf` on Linux since its process started
+    (Python's imports included), else since `began`: --time's budget is the whole command's."""
+    main = sys.modules.get("__main__")
+    if not getattr(getattr(main, "__spec__", None), "name", "").startswith("minitf"):
+        return time.perf_counter() - began  # called from Python (a test, a notebook)
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, clock ticks after boot
+        return float(Path("/proc/uptime").read_text().split()[0]) - started
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.perf_counter() - began
+
+
+def train_with_minitf(args, model, device, train_data, val_data, described, state, budget=None):
     """`train` (the default trainer): (History, what to record of the run, the signal that
     stopped it or None). The model is saved every --save-every steps, where a signal stopped it,
-    or at the end."""
+    or at the end. budget: --time's seconds still left when training starts."""
     model.to(device)
     on = "" if device.type == "cpu" else f" on {device}"
     resuming = f"; resuming {args.resume} at step {state['step']} of {args.steps}" if state else ""
@@ -109,7 +132,8 @@ def train_with_minitf(args, model, device, train_data, val_data, described, stat
 
     def after_step(history):
         shown(history)  # each validation as soon as it is made
-        if args.save_every and history.step % args.save_every == 0 and history.step < args.steps:
+        if (args.save_every and history.step % args.save_every == 0
+                and (args.time or history.step < args.steps)):
             save_run(model, args, history, run, partial={"saved_every": args.save_every})
 
     with Stop() as stop:  # a signal from here on, the final save included, stops and saves
@@ -119,8 +143,8 @@ def train_with_minitf(args, model, device, train_data, val_data, described, stat
                      progress=not args.no_progress, stop_when=target_reached(args),
                      resume=state, after_step=after_step, should_stop=stop,
                      optimizer=optimizer_from_args(args, model),
-                     schedule=args.schedule, cooldown=args.cooldown)
-        shown(hist)  # the one a --target-exact stop ends on comes after the last after_step
+                     schedule=args.schedule, cooldown=args.cooldown, time_budget=budget)
+        shown(hist)  # a --target-exact stop's or a timed run's last one comes after the last after_step
         if hist.interrupted:
             save_run(model, args, hist, run, partial={"interrupted": True, "signal": stop.signal.name})
             return hist, run, stop.signal
@@ -181,8 +205,9 @@ def save_run(model, args, hist, run: dict, partial: dict | None = None) -> None:
     save(model, args.out, overwrite=True, train_state=hist.state() if partial else None, metadata={
         "command": args.command_line, "steps": args.steps, "seed": args.seed, **where,
         **({"recipe": args.recipe} if args.recipe else {}),
-        **({"target_exact": args.target_exact, "steps_trained": len(hist.loss)}
-           if args.target_exact is not None else {}),
+        **({"target_exact": args.target_exact} if args.target_exact is not None else {}),
+        **({"time_budget": args.time} if args.time else {}),
+        **({"steps_trained": len(hist.loss)} if args.target_exact is not None or args.time else {}),
         **({"resumed": args.resumed} if args.resumed else {}),
         **({"validated_on": args.validated_on} if getattr(args, "validated_on", None) else {}),
         "train_seconds": round(hist.seconds, 1), "val": final, "val_curve": hist.val,

@@ -40,7 +40,7 @@ RECIPES = {r.name: r for r in [
            "the fastest to >= 99.8 % exact match on 1,000 fresh held-out shift pairs (a third with "
            "repeated bytes): coupled position ids, 1 layer, 29,408 parameters; stops at its first "
            "evaluation that reaches it (step 150-200; 14x faster than --recipe shift, side by side; "
-           "7.7-12 s from start to checkpoint on a busy 2-core AMD EPYC)"),
+           "7.7-12 s from start to checkpoint on a busy 2-core AMD EPYC (AVX-512, bf16))"),
     # the smallest solver: the settings of data/checkpoints/shift_smallest.pt (the sweep of
     # bench/tiny_sweep.py); tests/notebooks/test_notebook_claims_11.py checks that they are its recorded command
     Recipe("shift-smallest",
@@ -51,7 +51,7 @@ RECIPES = {r.name: r for r in [
            "the smallest model measured to solve shift (data/checkpoints/shift_smallest.pt, "
            "notebook 11): 1,984 parameters, one layer of one attention head and no FFN, coupled "
            "position ids, tied head; 3,000 steps (the whole command: 21 s of CPU on a busy 2-core AMD "
-           "EPYC, 27 s on a quiet 2-core Intel Xeon)"),
+           "EPYC (AVX-512, bf16), 27 s on a quiet 2-core Intel Xeon (AVX-512))"),
     # length generalisation: trained on 1-12 bytes, right on 13-24 too (bench/length_study.py, arm
     # "fast, ω=2π/27"); data/checkpoints/shift_long.pt is its run, tests/test_length.py checks it
     Recipe("shift-long",
@@ -60,7 +60,7 @@ RECIPES = {r.name: r for r in [
            "shift-fast's layout with RoPE frequencies for the task's period (2π/27 rad/position, "
            "so offsets up to 26 do not alias, and a near-zero one): trained on inputs of 1-12 "
            "bytes, >= 99 % exact match on fresh 13-24-byte inputs too (3 of 3 seeds); 29,408 "
-           "parameters, 600 steps (about 10 s of CPU on a 2-core AMD EPYC)"),
+           "parameters, 600 steps (about 10 s of CPU on a 2-core AMD EPYC (AVX-512, bf16))"),
     # the same frequencies in a model under 3,000 parameters (bench/length_study.py, arm
     # "d8, ω=2π/27"); data/checkpoints/shift_long_small.pt is its run
     Recipe("shift-long-small",
@@ -71,32 +71,35 @@ RECIPES = {r.name: r for r in [
            "the smallest layout measured to generalise in length: d_model 8, one head, no FFN, "
            "tied head, coupled ids, RoPE frequencies 2π/27 (x3) and 1e-4; trained on 1-12 bytes, "
            ">= 99 % on fresh 13-24-byte inputs (3 of 3 seeds); 2,624 parameters, 3,000 steps (the "
-           "whole command: 19 s of CPU on a busy 2-core AMD EPYC, 22 s on a quiet 2-core Intel Xeon)"),
+           "whole command: 19 s of CPU on a busy 2-core AMD EPYC (AVX-512, bf16), 22 s on a quiet "
+           "2-core Intel Xeon (AVX-512))"),
     Recipe("shift",
            {"task": "shift", "n_train": 30000, "repeats": 0.33, "d_model": 32, "n_heads": 4,
             "d_ff": 128, "norm_position": "pre", "dropout": 0.0, "steps": 3000, "lr": 6e-3,
             "eval_every": 1000, "seed": 0},
            "the shift recipe of docs/recipes.md: 42,112 parameters, all 3,000 steps (99-116 s on a busy "
-           "2-core AMD EPYC, 68 s on a quiet 2-core Intel Xeon)"),
+           "2-core AMD EPYC (AVX-512, bf16), 68 s on a quiet 2-core Intel Xeon (AVX-512))"),
     Recipe("lm",
            {"text": "data/text/tinyshakespeare.txt", "context": 64, "d_model": 64, "n_heads": 4,
             "n_layers": 4, "d_ff": 256, "norm_position": "pre", "dropout": 0.0, "batch_size": 32,
             "lr": 3e-3, "steps": 800, "seed": 0},
            "docs/recipes.md's language model on tiny Shakespeare: 233,088 parameters, 800 steps, "
-           "about 1.77 nats per byte after about 65 s of CPU on a 2-core AMD EPYC"),
+           "about 1.77 nats per byte after about 65 s of CPU on a 2-core AMD EPYC (AVX-512, bf16)"),
     # the fastest measured to nanoGPT's CPU mark (1.89 nats per byte on the last 10 %);
     # bench/lm_fast.py's arm "lm-fast" (its FAST), data/checkpoints/lm_fast.pt is its seed-0 run
     Recipe("lm-fast", _LM_FAST,
            "the language model fastest to nanoGPT's CPU mark (<= 1.89 nats per byte on the last "
            "10 % of tiny Shakespeare): 2 layers with QK-norm, Muon for the blocks' matrices, a "
            "warm-up-stable-decay schedule; 133,184 parameters, 340 steps (about 10 s of training CPU "
-           "on a 2-core AMD EPYC; the whole command 19-24 s on a quiet 2-core Intel Xeon, 0.26x "
+           "on a 2-core AMD EPYC (AVX-512, bf16); the whole command 19-24 s on a quiet 2-core Intel "
+           "Xeon (AVX-512), 0.26x "
            "the time of nanoGPT's own CPU quick-start there)"),
     # as low as it goes in about nanoGPT's CPU time (87 s): lm-fast's
     # training with 4 layers and 1,700 steps; docs/recipes.md gives its 3 seeds (not tuned further)
     Recipe("lm-long", {**_LM_FAST, "n_layers": 4, "steps": 1700},
            "lm-fast's training for about nanoGPT's CPU time (85-87 s of training CPU on a 2-core AMD "
-           "EPYC; the whole command 141 s of CPU on a quiet 2-core Intel Xeon): 4 layers, 233,216 "
+           "EPYC (AVX-512, bf16); the whole command 141 s of CPU on a quiet 2-core Intel Xeon "
+           "(AVX-512)): 4 layers, 233,216 "
            "parameters, 1,700 steps; about 1.61 nats per byte"),
     # nanoGPT's GPU mark (1.4697 nats, its train_shakespeare_char) on two CPU cores: docs/recipes.md's
     # "lm-best" section gives how it was found, its seeds and times, and what each setting buys
@@ -109,7 +112,8 @@ RECIPES = {r.name: r for r in [
            "as low as it goes in ten minutes of two CPU cores: 6 layers 128 wide with QK-norm, "
            "windows of 256 bytes, Muon, weight decay 0.1 and dropout 0.05 against overfitting "
            "the 1 MB text; 1,256,064 parameters, 1,600 steps on 2 threads (the whole command: 9 min 39 s "
-           "of wall time on a 2-core AMD EPYC, seed 0)"),
+           "of wall time on a 2-core AMD EPYC (AVX-512, bf16), seed 0; add --time 600 to end in ten "
+           "minutes of wall time on any CPU, its schedule following the clock)"),
 ]}
 
 

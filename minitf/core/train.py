@@ -18,6 +18,7 @@ from . import data, text
 from .data import Pair
 from .devices import device_of
 from .evaluate import evaluate, masked_loss
+from .muon import Muon
 from .tokens import IGNORE
 
 
@@ -137,8 +138,9 @@ def block_matrices(model) -> list:
 def make_lm_optimizer(model, lr: float, weight_decay: float = 0.01, kind: str = "adamw",
                       embed_lr: float = 1.0, muon_lr: float | None = None):
     """The fast LM recipe's optimizer. kind "adamw": AdamW as make_optimizer, with the embedding's
-    lr × embed_lr. kind "muon": torch.optim.Muon (momentum, then Newton–Schulz orthogonalisation;
-    its lr matched to AdamW's update RMS) for the blocks' 2-D weights at muon_lr (default lr),
+    lr × embed_lr. kind "muon": Muon (momentum, then Newton–Schulz orthogonalisation; its lr
+    matched to AdamW's update RMS; minitf.core.muon: torch.optim.Muon's arithmetic, in float32 on a
+    CPU without fast bf16) for the blocks' 2-D weights at muon_lr (default lr),
     AdamW for the embedding (lr × embed_lr), the head, the norms' gains and biases
     (modded-nanogpt's split)."""
     if kind not in ("adamw", "muon"):
@@ -155,8 +157,8 @@ def make_lm_optimizer(model, lr: float, weight_decay: float = 0.01, kind: str = 
     if not muon:
         return adamw
     scale = (muon_lr or lr) / lr
-    return Combined(torch.optim.Muon([{"params": muon, "lr_scale": scale}], lr=lr * scale,
-                                     weight_decay=weight_decay, adjust_lr_fn="match_rms_adamw"),
+    return Combined(Muon([{"params": muon, "lr_scale": scale}], lr=lr * scale,
+                         weight_decay=weight_decay, adjust_lr_fn="match_rms_adamw"),
                     adamw)
 
 
@@ -245,7 +247,8 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
           min_lr_ratio: float = 0.1, clip: float = 1.0, seed: int = 0, eval_every: int | None = None,
           progress: bool = True, optimizer: torch.optim.Optimizer | None = None,
           make_batch=None, stop_when=None, resume: dict | None = None, after_step=None,
-          should_stop=None, schedule: str = "cosine", cooldown: float = 0.2) -> History:
+          should_stop=None, schedule: str = "cosine", cooldown: float = 0.2,
+          time_budget: float | None = None, clock=time.perf_counter) -> History:
     """Train `model` in place; returns the History. One loop for both kinds of data:
 
     - pairs (a list of Pair): the loss on each pair's output part; batches drawn without
@@ -270,9 +273,20 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
     warm-up, constant, then linear down over the last `cooldown` fraction of the steps (wsd_at);
     both warm up over `warmup` steps (schedule_for). A group with an "lr_scale"
     (make_lm_optimizer) runs at the rate times it.
+
+    time_budget (seconds of wall time, `clock`'s): the run ends on time on any machine, its
+    schedule complete. The schedule then follows the elapsed fraction of the budget instead of the
+    step count (timed_step: the rate at fraction f is the rate at step f·steps, so `steps` and
+    `warmup` give its shape); a step that would end past the budget (if as long as the last one)
+    is not started, but one step always is; the final validation is inside the budget (one is
+    timed first, and 1.25 times the longest kept in reserve). How many steps fit depends on the
+    machine and its load, so such a run is not bit-for-bit repeatable.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
+    timed = time_budget is not None
+    if timed and not (math.isfinite(time_budget) and time_budget > 0):
+        raise ValueError(f"time_budget is seconds of wall time > 0, got {time_budget}")
     rate_at = schedule_for(schedule, min_lr_ratio, cooldown)
     torch.manual_seed(seed)  # dropout masks
     gen = torch.Generator().manual_seed(seed)
@@ -284,44 +298,79 @@ def train(model, train_data: list[Pair] | text.TextPart, val_data=None, *,
     opt = optimizer or make_optimizer(model, lr, weight_decay)
     history = History(optimizer=opt, batches=batches)
     if resume is not None:
-        if not 0 <= resume["step"] <= steps:
+        if not timed and not 0 <= resume["step"] <= steps:
             raise ValueError(f"resume: the state is at step {resume['step']}, this run has {steps} steps")
         opt.load_state_dict(resume["optimizer"])
         batches.load_state(resume["batches"])
         torch.set_rng_state(resume["rng"])
         for name, value in resume["history"].items():
             setattr(history, name, value)
+    start, before = clock(), history.seconds
+    reserve = 0.0  # a timed run: the final validation's time, kept out of the training time
+    margin = 1.25  # a validation takes longer when the machine gets busier: keep a quarter more
+    if timed and val_data:
+        validate(model, val_data)
+        reserve = margin * (clock() - start)
     model.train()
-    start, before = time.perf_counter(), history.seconds
-    bar = tqdm(range(history.step, steps), desc="train", disable=not progress, leave=False,
-               initial=history.step, total=steps)
-    for step in bar:
+    bar = tqdm(desc="train", disable=not progress, leave=False, initial=history.step,
+               total=None if timed else steps)
+    step = first = history.step
+    solved = False
+    top, step_seconds = None, 0.0  # a timed run: the last step's time, validations left out
+    while True:
+        if timed:
+            now = clock()
+            if top is not None:
+                step_seconds = now - top - validating
+            top, validating = now, 0.0
+            elapsed, training_time = before + now - start, time_budget - reserve
+            if elapsed + step_seconds >= training_time and step > first:  # the next step would
+                break                                                     # end past it (one at least)
+            rate = rate_at(timed_step(elapsed / training_time, steps), steps, lr, warmup)
+        else:
+            if step >= steps:
+                break
+            rate = rate_at(step, steps, lr, warmup)
         ids, targets = batches.next()
-        rate = rate_at(step, steps, lr, warmup)
         for group in opt.param_groups:
             group["lr"] = rate * group["lr_scale"] if "lr_scale" in group else rate
         loss = train_step(model, opt, ids, targets, clip)
         history.loss.append(loss.item())
         history.lr.append(rate)
         history.tokens += int((targets != IGNORE).sum())
-        history.seconds = before + time.perf_counter() - start
-        if val_data and ((eval_every and (step + 1) % eval_every == 0) or step + 1 == steps):
+        history.seconds = before + clock() - start
+        bar.update()
+        if val_data and ((eval_every and (step + 1) % eval_every == 0) or (not timed and step + 1 == steps)):
+            t = clock()
             history.val.append({"step": step + 1, **validate(model, val_data)})
+            validating = clock() - t
+            reserve = max(reserve, margin * validating)
             model.train()
             bar.set_postfix(loss=f"{loss.item():.3f}", **val_postfix(history.val[-1]))
             if stop_when is not None and stop_when(history.val[-1]):
+                solved = True
                 break
         elif step % 20 == 0:
             bar.set_postfix(loss=f"{loss.item():.3f}")
         if after_step is not None:
             after_step(history)
-        if should_stop is not None and step + 1 < steps and should_stop():
+        step += 1
+        if should_stop is not None and (timed or step < steps) and should_stop():
             history.interrupted = True
             break
+    if timed and val_data and not (solved or history.interrupted) and history.step and (
+            not history.val or history.val[-1]["step"] != history.step):
+        history.val.append({"step": history.step, **validate(model, val_data)})
     bar.close()
-    history.seconds = before + time.perf_counter() - start
+    history.seconds = before + clock() - start
     model.eval()
     return history
+
+
+def timed_step(fraction: float, steps: int) -> float:
+    """A timed run's place in its schedule: at `fraction` of the time budget, the (fractional)
+    step fraction·steps of the same schedule over `steps` steps."""
+    return fraction * steps
 
 
 def val_postfix(metrics: dict) -> dict:
