@@ -189,3 +189,64 @@ def test_a_bad_file_is_refused_naming_the_file_and_line(tmp_path, lines, message
 def test_decode_refuses_an_id_outside_the_vocabulary():
     with pytest.raises(BPEError, match="id 300 is not in this tokenizer's vocabulary of 257"):
         BPE([(97, 98)]).decode([97, 300])
+
+
+# --- the language model on BPE tokens: the text hook and the command line ---------------------------
+
+def test_a_tokenized_text_scores_bits_per_byte_of_the_original_text(tmp_path):
+    import math
+
+    import torch
+
+    from minitf import Config, Transformer
+    from minitf.core.text import evaluate_text, read_text, train_tokenizer
+    path = tmp_path / "s.txt"
+    raw = open(SHAKESPEARE, "rb").read()[:60000]
+    path.write_bytes(raw)
+    tokenizer = train_tokenizer(path, "bpe:300")
+    assert tokenizer.merges == train_bpe(raw[:54000], 300, "gpt2").merges  # the training split only
+    text = read_text(path, 16, tokenizer=tokenizer)
+    assert text.train.n_bytes == 54000 and text.val.n_bytes == 6000
+    assert tokenizer.decode(text.val.data.tolist()) == raw[54000:]
+    torch.manual_seed(0)
+    model = Transformer(Config(vocab_size=300, d_model=8, n_heads=2, n_layers=1, max_len=16))
+    metrics = evaluate_text(model, text.val)
+    ids = text.val.data[:(len(text.val) - 1) // 16 * 16 + 1]
+    scored = tokenizer.decode(ids[1:].tolist())  # the bytes of the target tokens
+    assert metrics["bytes"] == len(scored) and metrics["tokens"] == len(ids) - 1
+    assert math.isclose(metrics["loss"] * metrics["bytes"], metrics["nats_per_token"] * metrics["tokens"])
+    assert math.isclose(metrics["bits_per_byte"], metrics["loss"] / math.log(2))
+
+
+@pytest.mark.parametrize("spec", ["bpe", "bpe:abc", "bpe:256", "wordpiece:500", "bpe:300:gpt4"])
+def test_a_bad_tokenizer_spec_is_refused(spec):
+    from minitf.core.text import TextError, train_tokenizer
+    with pytest.raises(TextError, match="tokenizer"):
+        train_tokenizer(SHAKESPEARE, spec)
+
+
+def test_train_eval_and_generate_on_bpe_tokens(tmp_path, capsys):
+    import json
+
+    from minitf import load
+    from minitf.cli import main
+    path = tmp_path / "s.txt"
+    path.write_bytes(open(SHAKESPEARE, "rb").read()[:40000])
+    out = tmp_path / "m.pt"
+    assert main(["train", "--text", str(path), "--tokenizer", "bpe:320", "--context", "16",
+                 "--d-model", "16", "--n-heads", "2", "--n-layers", "1", "--steps", "4",
+                 "--no-progress", "--out", str(out)]) == 0
+    model = load(out)
+    assert model.config.vocab_size == 320 and model.metadata["tokenizer"]["pattern"] == "gpt2"
+    capsys.readouterr()
+    assert main(["eval", str(out), "--text", str(path)]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["bits_per_byte"] == model.metadata["val"]["bits_per_byte"] or \
+        abs(scores["bits_per_byte"] - model.metadata["val"]["bits_per_byte"]) < 1e-3
+    assert scores["bytes_per_token"] > 1.5 and "bigram" in scores["baselines_bits_per_byte"]
+    assert main(["generate", str(out), "ROMEO:", "--max-new", "5", "--seed", "0"]) == 0
+    assert capsys.readouterr().out.startswith("ROMEO:")
+    assert main(["info", str(out)]) == 0
+    assert "BPE(320 tokens: 256 bytes, 64 merges" in capsys.readouterr().out
+    assert main(["train", "--tokenizer", "bpe:300", "--steps", "1", "--out", str(tmp_path / "p.pt")]) == 2
+    assert "--tokenizer is for --text" in capsys.readouterr().err
