@@ -289,7 +289,8 @@ def learn_merges(chunks: dict[bytes, int], n_merges: int) -> list[tuple[int, int
     """The merges of `chunks` ({chunk: how often it occurs}), with counts kept up to date.
 
     Every position of every chunk is one node of a linked list (ids, next, previous); `where`
-    holds each pair's positions and `count` its weighted count. Merging a pair visits only its own
+    lists each pair's positions (a position that no longer holds the pair is skipped when the pair
+    is merged) and `count` its weighted count. Merging a pair visits only its own
     positions and fixes the counts of the pairs just left and right of each."""
     ids, nxt, prv, weight = [], [], [], []
     for chunk, w in chunks.items():
@@ -300,26 +301,25 @@ def learn_merges(chunks: dict[bytes, int], n_merges: int) -> list[tuple[int, int
             prv.append(start + k - 1 if k else -1)
             nxt.append(start + k + 1 if k + 1 < len(chunk) else -1)
     count: dict[tuple[int, int], int] = {}
-    where: dict[tuple[int, int], set[int]] = {}
+    where: dict[tuple[int, int], list[int]] = {}  # may hold stale positions: checked when used
     for i, j in enumerate(nxt):
         if j >= 0:
             pair = (ids[i], ids[j])
             count[pair] = count.get(pair, 0) + weight[i]
-            where.setdefault(pair, set()).add(i)
+            where.setdefault(pair, []).append(i)
     heap = [(-c, pair) for pair, c in count.items()]
     heapq.heapify(heap)
     changed: set[tuple[int, int]] = set()
 
     def add(pair, i, w):
         count[pair] = count.get(pair, 0) + w
-        where.setdefault(pair, set()).add(i)
+        where.setdefault(pair, []).append(i)
         changed.add(pair)
 
     def remove(pair, i, w):
         if pair == merging:
             return  # the pair being merged: its every occurrence goes
-        count[pair] -= w
-        where[pair].discard(i)
+        count[pair] -= w  # its position stays listed in `where`, and is skipped when it no longer holds it
         changed.add(pair)
 
     merges, merging = [], None
@@ -332,10 +332,10 @@ def learn_merges(chunks: dict[bytes, int], n_merges: int) -> list[tuple[int, int
         new = 256 + len(merges)
         merges.append(pair)
         merging = a, b = pair
-        for i in sorted(where.pop(pair)):  # left to right: in `aaa`, (a, a) merges once
+        for i in sorted(set(where.pop(pair))):  # left to right: in `aaa`, (a, a) merges once
             j = nxt[i]
             if ids[i] != a or j < 0 or ids[j] != b:
-                continue  # this occurrence was used up by the one just before it
+                continue  # used up by the occurrence just before it, or no longer this pair
             w = weight[i]
             h, k = prv[i], nxt[j]
             if h >= 0:
