@@ -108,21 +108,24 @@ def tokenizer_speed(train: bytes, quick: bool) -> dict:
     out["gpt2_pattern_build_s"] = time.perf_counter() - t
     data = train[:100_000] if quick else train
     for pattern in ("gpt2", "none"):
-        times = []
+        times, cpu = [], []
         for _ in range(1 if quick else 3):  # the least disturbed of 3: the machine is shared
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             tok = train_bpe(data, 1024, pattern)
             times.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
         out[f"fast_{pattern}_s"], out[f"fast_{pattern}_all_s"] = min(times), times
+        out[f"fast_{pattern}_cpu_s"] = min(cpu)
         out[f"fast_{pattern}_merges"] = len(tok.merges)
     length, merges = (20_000, 5) if quick else (100_000, 20)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     plain_merges(train[:length], merges)
-    slice_s = time.perf_counter() - t
+    slice_s, slice_cpu = time.perf_counter() - t, time.process_time() - c
     # each merge of the plain loop reads the whole sequence (which shrinks as merges go: taking its
     # starting length makes the projection an upper bound, within the ~2.5x the sequence shrinks)
     out.update(loadavg=round(os.getloadavg()[0], 2), plain_slice_bytes=length, plain_slice_merges=merges, plain_slice_s=slice_s,
                plain_projected_s=slice_s * (len(train) / length) * (768 / merges),
+               plain_slice_cpu_s=slice_cpu, plain_projected_cpu_s=slice_cpu * (len(train) / length) * (768 / merges),
                train_bytes=len(train))
     return out
 
@@ -221,13 +224,17 @@ def report(doc: dict) -> str:
          "(minitf.evaluate_text). Medians over 3 seeds (min–max).", ""]
     if sp:
         L += ["## The tokenizer's speed", "",
+              f"Wall seconds (the least of 3) and CPU seconds, at load {sp.get('loadavg', '?')}:", "",
               f"- minitf's BPE, 1,024 tokens on the {sp['train_bytes']:,}-byte training split: "
-              f"{sp['fast_gpt2_s']:.2f} s with GPT-2's pre-tokenizer (+{sp['gpt2_pattern_build_s']:.2f} s "
-              f"to build the pattern once), {sp['fast_none_s']:.2f} s without;",
+              f"{sp['fast_gpt2_s']:.2f} s ({sp.get('fast_gpt2_cpu_s', float('nan')):.2f} s CPU) with GPT-2's "
+              f"pre-tokenizer (+{sp['gpt2_pattern_build_s']:.2f} s to build the pattern once), "
+              f"{sp['fast_none_s']:.2f} s ({sp.get('fast_none_cpu_s', float('nan')):.2f} s CPU) without;",
               f"- the plain loop: {sp['plain_slice_merges']} merges on {sp['plain_slice_bytes']:,} bytes took "
-              f"{sp['plain_slice_s']:.2f} s, so 768 merges on the training split would take about "
-              f"{sp['plain_projected_s']:,.0f} s ({sp['plain_projected_s'] / sp['fast_none_s']:,.0f}x the "
-              "fast loop without a pre-tokenizer).", ""]
+              f"{sp['plain_slice_s']:.2f} s ({sp.get('plain_slice_cpu_s', float('nan')):.2f} s CPU), so 768 merges "
+              f"on the training split would take about {sp.get('plain_projected_cpu_s', sp['plain_projected_s']):,.0f} s "
+              f"of CPU ({sp.get('plain_projected_cpu_s', 0) / sp.get('fast_none_cpu_s', 1):,.0f}x the fast loop "
+              "without a pre-tokenizer; an upper bound, as each merge shortens the sequence the plain loop "
+              "re-reads, by about 2.5x over all 768).", ""]
     if "arms" in doc:
         L += ["## The arms", "", "| arm | vocab | parameters | embedding + head | bytes/token (val) | "
               "context in bytes | FLOPs/token | CPU s/step (1 thread) | training tokens | ids unused in training | "

@@ -250,3 +250,115 @@ def test_train_eval_and_generate_on_bpe_tokens(tmp_path, capsys):
     assert "BPE(320 tokens: 256 bytes, 64 merges" in capsys.readouterr().out
     assert main(["train", "--tokenizer", "bpe:300", "--steps", "1", "--out", str(tmp_path / "p.pt")]) == 2
     assert "--tokenizer is for --text" in capsys.readouterr().err
+
+
+# --- notebook 15's exercises: the slips their feedback names --------------------------------------------
+
+def _count_without_overlaps(ids):
+    counts, i = {}, 0
+    while i + 1 < len(ids):
+        pair = (ids[i], ids[i + 1])
+        counts[pair] = counts.get(pair, 0) + 1
+        i += 2 if ids[i] == ids[i + 1] else 1
+    return counts
+
+
+def _merge_overlapping(ids, pair, new_id):
+    out = []
+    for i, x in enumerate(ids):
+        if i + 1 < len(ids) and (x, ids[i + 1]) == pair:
+            out.append(new_id)
+        elif not (i > 0 and (ids[i - 1], x) == pair):
+            out.append(x)
+    return out
+
+
+def _merge_dropping_the_last(ids, pair, new_id):
+    out, i = [], 0
+    while i < len(ids) - 1:
+        if (ids[i], ids[i + 1]) == pair:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def _train_first_seen(data, n_merges):
+    from minitf.course.solutions import my_count_pairs, my_merge
+    ids, merges = list(data), []
+    for n in range(n_merges):
+        counts = my_count_pairs(ids)
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)
+        if counts[pair] < 2:
+            break
+        merges.append(pair)
+        ids = my_merge(ids, pair, 256 + n)
+    return merges
+
+
+def _train_without_stopping(data, n_merges):
+    from minitf.course.solutions import my_count_pairs, my_merge
+    ids, merges = list(data), []
+    for n in range(n_merges):
+        counts = my_count_pairs(ids)
+        if not counts:
+            break
+        pair = min(counts, key=lambda p: (-counts[p], p))
+        merges.append(pair)
+        ids = my_merge(ids, pair, 256 + n)
+    return merges
+
+
+def _encode_splitting_special(data, merges, special):
+    from minitf.course.solutions import my_merge
+    ids = list(data)
+    for n, pair in enumerate(merges):
+        ids = my_merge(ids, pair, 256 + n)
+    return ids
+
+
+def _decode_to_text(ids, merges, special):
+    from minitf.course.solutions import my_decode
+    return my_decode(ids, merges, special).decode("utf-8", errors="replace")
+
+
+def _decode_each_token(ids, merges, special):
+    vocab = {i: bytes([i]) for i in range(256)}
+    for n, (a, b) in enumerate(merges):
+        vocab[256 + n] = vocab[a] + vocab[b]
+    for token, i in special.items():
+        vocab[i] = token
+    return b"".join(vocab[i].decode("utf-8").encode("utf-8") for i in ids)
+
+
+SLIPS = [
+    ("count_pairs", _count_without_overlaps, "counted_without_overlaps", "so its count is 2"),
+    ("merge", _merge_overlapping, "merged_overlaps", "merges overlapping pairs"),
+    ("merge", _merge_dropping_the_last, "dropped_the_last_id", "drops the last id"),
+    ("train_merges", _train_first_seen, "tie_broken_by_order", "which pair came first in the text"),
+    ("train_merges", _train_without_stopping, "merged_single_pairs", "pairs that occur only once"),
+    ("encode", _encode_splitting_special, "special_split", "cut each special token out first"),
+    ("decode", _decode_to_text, "decoded_to_text", "decode returns bytes"),
+    ("decode", _decode_each_token, "raised", "UnicodeDecodeError"),
+]
+
+
+@pytest.mark.parametrize("name, wrong, diagnosis, words", SLIPS, ids=[f"{s[0]}-{s[1].__name__}" for s in SLIPS])
+def test_each_bpe_slip_is_named(name, wrong, diagnosis, words):
+    from minitf.course import exercises as workbook
+    from minitf.course.feedback import ExerciseError
+    with pytest.raises(ExerciseError) as info:
+        workbook.run_check(name, wrong)
+    assert diagnosis in info.value.diagnoses, str(info.value)
+    assert words in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("name", ["count_pairs", "merge", "train_merges", "encode", "decode"])
+def test_the_reference_solutions_pass(name):
+    from minitf.course import exercises as workbook
+    from minitf.course import solutions
+    assert workbook.run_check(name, getattr(solutions, f"my_{name}")).startswith("✓")

@@ -366,11 +366,12 @@ def test_an_embed_that_returns_float64_for_a_float32_table_is_refused():
 BY_HAND = ("byte_circle", "query", "tab_score", "value_rotation")  # notebook 12: numbers in, not tensors
 NUMBERS_OUT = ("lr_at", "train_loop")  # notebook 08: a rate, a history of numbers (not tensors)
 IN_PLACE = ("clip_gradients",)  # notebook 08: changes the gradients in place, returns nothing
+BPE = ("count_pairs", "merge", "train_merges", "encode", "decode")  # notebook 15: ids and bytes, no floats
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in ("causal_mask", "count_parameters",
                                                                 "make_batch", "position_ids", *BY_HAND,
-                                                                *NUMBERS_OUT, *IN_PLACE)])
+                                                                *NUMBERS_OUT, *IN_PLACE, *BPE)])
 def test_every_exercise_with_float_inputs_refuses_a_float64_result(name):
     def in_float64(*args):
         out = getattr(solutions, f"my_{name}")(*args)

@@ -226,6 +226,16 @@ class BPE:
                 f"{len(self.special)} special; pre-tokenizer {self.pattern})")
 
 
+def count_pairs(ids) -> dict[tuple[int, int], int]:
+    """{(a, b): how often b follows a} over every adjacent pair, overlaps included (`aaa` holds
+    (a, a) twice): the counting step of the plain training loop, which `learn_merges` keeps up to
+    date instead of recounting."""
+    counts: dict[tuple[int, int], int] = {}
+    for pair in zip(ids, ids[1:]):
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
 def apply_merges(ids: list[int], ranks: dict[tuple[int, int], int]) -> list[int]:
     """Merge a sequence as training did: the earliest-learned pair first, each left to right.
 

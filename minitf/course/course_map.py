@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 RUN_TIMES = ROOT / "bench" / "results" / "bench_notebooks.json"
 MAIN_PATH = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09")
-EXTRAS = ("10", "11", "12", "13", "14")
+EXTRAS = ("10", "11", "12", "13", "14", "15")
 WORDS_PER_MINUTE = 150
 MAIN_PATH_WORD_BUDGET = 20_000
 NOTEBOOK_WORD_BUDGET = 3_000
@@ -142,4 +142,5 @@ EXTRA_ONLY_RESULTS = {
     "shift_long_small.pt": "12", "load_length_study": "12",
     "load_growth": "13", "load_lm_growth": "13", "load_recipe_growth": "13",
     "lm_fast.pt": "14", "load_lm_envelope": "14", "load_lm_fast": "14",
+    "load_bpe": "15",
 }
