@@ -104,7 +104,8 @@ def test_a_quick_run_starts_afresh_and_out_is_a_folder(tmp_path):
 
 
 STUDIES = {"ablation": ["run_one"], "length_study": ["run_one"], "tiny_sweep": ["run_one"],
-           "lm_fast": ["run_arm", "reference"], "lm_growth": ["run"], "lm_envelope": []}
+           "lm_fast": ["run_arm", "reference"], "lm_growth": ["run"], "lm_envelope": [],
+           "bpe": ["run", "probe", "tokenizer_speed"]}
 
 
 @pytest.mark.slow
