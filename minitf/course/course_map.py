@@ -142,5 +142,5 @@ EXTRA_ONLY_RESULTS = {
     "shift_long_small.pt": "12", "load_length_study": "12",
     "load_growth": "13", "load_lm_growth": "13", "load_recipe_growth": "13",
     "lm_fast.pt": "14", "load_lm_envelope": "14", "load_lm_fast": "14",
-    "load_bpe": "15",
+    "load_bpe": "15", "load_bpe_model": "15",
 }

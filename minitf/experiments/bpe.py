@@ -98,3 +98,13 @@ def load_bpe(path: Path | None = None) -> BPEResults:
                 rows.append(BPERow(budget, name, steps, trained, [r["bits_per_byte"] for r in runs]))
     return BPEResults(doc.get("command", ""), doc.get("date", ""), doc.get("cpu", ""), doc.get("isa", ""),
                       doc.get("load_range", ""), doc["tokenizer_speed"], arms, rows)
+
+
+def load_bpe_model():
+    """(model, tokenizer): `--recipe lm-fast-bpe`'s seed-0 run, stored beside the comparison
+    (stored/bpe.pt, made by `python -m minitf train --recipe lm-fast-bpe --out
+    minitf/experiments/stored/bpe.pt`), and the BPE it reads, from its checkpoint."""
+    from ..core.bpe import BPE
+    from ..core.checkpoint import load
+    model = load(RESULTS / "bpe.pt")
+    return model, BPE.from_dict(model.metadata["tokenizer"])

@@ -117,3 +117,24 @@ def test_the_tokenizer_is_fast_enough(bpe):
     assert sp["fast_gpt2_merges"] == sp["fast_none_merges"] == 768
     assert sp["fast_gpt2_s"] + sp["gpt2_pattern_build_s"] < 10 and sp["fast_none_s"] < 10
     assert sp["plain_projected_cpu_s"] > 10 * sp["fast_none_cpu_s"]
+
+
+def test_attention_over_tokens(bpe):
+    out = printed(NB, 'words = b"what light through yonder window"')
+    assert "bytes: 32 bytes are 32 positions; layer 1 looks 1.7 bytes back on average" in out
+    assert "BPE: 32 bytes are 13 positions; layer 1 looks 5.8 bytes back on average" in out
+    t = text()
+    assert ("On these words the byte model's last layer looks 1.7 bytes back on average, mostly inside the "
+            "word it is writing. The BPE model reads the same 32 bytes as 13 positions") in t
+    assert "and looks 5.8 bytes back" in t
+    assert f"its window covers about {bpe.arms['bpe-1024'].context_bytes:.0f} bytes of text" in t
+
+
+def test_the_stored_bpe_model_is_the_recipe_s_seed_0_run(bpe):
+    from minitf.experiments.results import load_bpe_model
+    model, tokenizer = load_bpe_model()
+    meta = model.metadata
+    assert meta["recipe"] == "lm-fast-bpe" and meta["seed"] == 0 and tokenizer.vocab_size == 1024
+    assert "--tokenizer bpe:1024" in meta["command"] and "--steps 267" in meta["command"]
+    # the command line reproduces the bench's seed-0 run of that arm
+    assert abs(meta["val"]["bits_per_byte"] - bpe.row("time", "bpe-1024").bits[0]) < 1e-3
