@@ -79,7 +79,7 @@ bench: $(STAMP) $(SITE_STAMP)  ## speed of the package and the course, side by s
 # --- the course as a site, the spoiler-free copy, the run-time table (issue 25) --------------------
 .PHONY: lab-settings site test-site student runtimes map-minutes
 # JupyterLab's scrolling glitch in long notebooks: windowing mode `none`, written as a settings
-# override into .venv/share/jupyter/lab/settings/overrides.json (TROUBLESHOOTING.md); a learner's
+# override into .venv/share/jupyter/lab/settings/overrides.json (docs/troubleshooting.md); a learner's
 # own settings still win. Cheap, so `make lab` writes it every time.
 lab-settings: $(STAMP)  ## write make lab's JupyterLab setting (windowing mode none) into .venv
 	$(PY) tools/lab_settings.py

@@ -40,7 +40,7 @@ CONFIRM_SEED = 7000  # + 10·run: the confirmation sets (the CLI's own use seed+
 
 
 def readme_recipe() -> str:
-    """The shift recipe of RECIPE.md (the README's command), as bench/run.py's solve section reads
+    """The shift recipe of docs/recipes.md (the README's command), as bench/run.py's solve section reads
     it, without its --out (each run adds its own)."""
     return shlex.join(without_out(shlex.split(read_recipe()[0])))
 

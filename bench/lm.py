@@ -42,11 +42,11 @@ CURVE_WINDOWS = 400
 
 
 def lm_recipe() -> str:
-    """The language-model recipe: the `python -m minitf train --text …` command in RECIPE.md."""
-    text = re.sub(r"\s*\\\n\s*", " ", (ROOT / "RECIPE.md").read_text())
+    """The language-model recipe: the `python -m minitf train --text …` command in docs/recipes.md."""
+    text = re.sub(r"\s*\\\n\s*", " ", (ROOT / "docs" / "recipes.md").read_text())
     found = re.search(r"python -m minitf train --text[^\n`]*", text)
     if not found:
-        raise SystemExit("RECIPE.md has no `python -m minitf train --text …` command")
+        raise SystemExit("docs/recipes.md has no `python -m minitf train --text …` command")
     return found.group(0).strip()
 
 

@@ -5,7 +5,7 @@
                                           # runs into 4L d32 take ~6 min of one core)
     python bench/lm_envelope.py --quick   # a smoke run, a few steps each, to /tmp
 
-bench/lm_growth.py judges growth against one fixed model, RECIPE.md's 4-layer d_model-64 target
+bench/lm_growth.py judges growth against one fixed model, docs/recipes.md's 4-layer d_model-64 target
 (233,088 parameters), trained from scratch. At its budget (480 steps of 32 × 64 bytes, 1.37 TFLOP
 by minitf.flops) that model sees about 4 tokens per parameter, and smaller models may do better at
 the same compute. Here every size is trained *fully decayed* at each budget, with lm_growth's own

@@ -38,7 +38,7 @@ from store import add_study_arguments, open_study  # noqa: E402
 TARGET = 1.89  # nats per byte: nanoGPT's CPU quick-start, scored by our evaluator (bench/nanogpt.py)
 CONTEXT = 64
 
-# the recipe of RECIPE.md (`--recipe lm`), the starting point
+# the recipe of docs/recipes.md (`--recipe lm`), the starting point
 LM = dict(config=dict(d_model=64, n_heads=4, n_layers=4, d_ff=256, norm_position="pre", dropout=0.0),
           train=dict(steps=800, batch_size=32, lr=3e-3, warmup=50, schedule="cosine"),
           opt=dict(kind="adamw"))

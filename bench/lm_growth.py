@@ -4,7 +4,7 @@
                                           # bench/store.py: a changed arm is run again)
     python bench/lm_growth.py --quick     # a smoke run of every arm, a few steps each, to /tmp
 
-The target is RECIPE.md's language model (4 pre-norm layers, d_model 64, 4 heads, d_ff 256, context
+The target is docs/recipes.md's language model (4 pre-norm layers, d_model 64, 4 heads, d_ff 256, context
 64, batch 32, 233,088 parameters) on tiny Shakespeare bytes. Every arm gets the same total training
 compute: what scratch spends in `--steps` steps, counted by minitf.flops (6 × non-embedding
 parameters incl. the head + the attention term, per token; the small stage counted at its own

@@ -1,4 +1,4 @@
-"""Growth vs scratch on a model that solves the shift task (RECIPE.md's architecture).
+"""Growth vs scratch on a model that solves the shift task (docs/recipes.md's architecture).
 
     python bench/origami_recipe_growth.py          # the stored result: minitf/experiments/stored/origami_recipe_growth.{json,md}
     python bench/origami_recipe_growth.py --quick  # a smoke run in seconds (writes to /tmp unless --out)
@@ -6,7 +6,7 @@
     python bench/origami_recipe_growth.py --merge /tmp/s0/origami_recipe_growth.json /tmp/s1/origami_recipe_growth.json
 
 bench/origami_growth.py found that growing the seed layout loses to training the big model from
-scratch, but that big model does not solve the task either. Here the big model is RECIPE.md's:
+scratch, but that big model does not solve the task either. Here the big model is docs/recipes.md's:
 d_model 32, 4 heads of dim 8, d_ff 128, 2 pre-norm layers, dropout 0, trained on 30,000 shift pairs
 (a third with repeated bytes) at lr 6e-3, batch 64, 3,000 steps. The small model is the same family
 at a quarter of the width: d_model 8, 1 head of dim 8, d_ff 32. `widen(small, 4)` gives exactly the

@@ -403,7 +403,7 @@ def check(path=REFERENCE) -> Report:
 
 
 # where a learner reads on: the page that explains the usual surprises (printed by `main`)
-TROUBLESHOOTING = ("More help: TROUBLESHOOTING.md in the repository's folder (CPU-only torch, widgets "
+TROUBLESHOOTING = ("More help: docs/troubleshooting.md in the repository's folder (CPU-only torch, widgets "
                    "shown as pictures, numbers on a GPU or MPS, JupyterLab's scrolling, running as root).")
 
 

@@ -130,9 +130,10 @@ def test_runner_reads_the_recipe_command(tmp_path, monkeypatch):
     run = load_bench_module("run")
     monkeypatch.setattr(run, "ROOT", tmp_path)
     assert run.read_recipe()[1].startswith("placeholder")
-    (tmp_path / "RECIPE.md").write_text("Train:\n\n```\npython -m minitf train --d-model 32 \\\n"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "recipes.md").write_text("Train:\n\n```\npython -m minitf train --d-model 32 \\\n"
                                         "  --steps 10 --out m.pt\n```\n")
     cmd, source = run.read_recipe()
-    assert source == "RECIPE.md"
+    assert source == "docs/recipes.md"
     assert cmd.split() == ["python", "-m", "minitf", "train", "--d-model", "32", "--steps", "10",
                            "--out", "m.pt"]

@@ -1,6 +1,8 @@
 """Checkpoints and the command line."""
+import pickle
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -75,6 +77,53 @@ def test_corrupt_and_foreign_files_get_clear_errors(tmp_path):
     torch.save({"weights": torch.zeros(2)}, foreign)
     with pytest.raises(CheckpointError, match="not a minitf checkpoint"):
         load(foreign)
+
+
+def broken_files(tmp_path) -> dict:
+    """Real unreadable files, each with what its message must say: a checkpoint cut short at
+    several points (an interrupted copy), empty, random bytes, a text, torch files not minitf's."""
+    good = (ROOT / "data/checkpoints/shift.pt").read_bytes()
+    made = {f"cut at {n:,} bytes": (good[:n], "truncated: it begins as every checkpoint does")
+            for n in (2, 4, 30, 1000, len(good) // 10, len(good) // 2, len(good) - 1)}
+    made["empty"] = (b"", "the file is empty (0 bytes)")
+    made["random bytes"] = (torch.randint(0, 256, (4096,), generator=torch.Generator().manual_seed(1),
+                                          dtype=torch.uint8).numpy().tobytes(),
+                            "its bytes are not a file torch.save writes")
+    made["a text"] = (b"step 10 loss 2.3\nstep 20 loss 2.1\n", "a text file (it begins 'step 10 loss")
+    made["a pickle"] = (pickle.dumps({"a": [1, 2, 3]}), "a Python pickle, not a file torch.save writes")
+    files = {name: (tmp_path / f"{i}.pt", says) for i, (name, (_, says)) in enumerate(made.items())}
+    for name, (path, _) in files.items():
+        path.write_bytes(made[name][0])
+    for name, obj, says in (
+            ("a foreign dict", {"step": 3, "weights": [1.0]},
+             "torch.save wrote it, but it holds a dict with the keys 'step', 'weights'"),
+            ("a bare state_dict", Transformer().state_dict(), "it holds a bare state_dict"),
+            ("a list", [torch.zeros(2)], "torch.save wrote it, but it holds a list")):
+        path = tmp_path / f"{name.replace(' ', '_')}.pt"
+        torch.save(obj, path)
+        files[name] = (path, f"not a minitf checkpoint: {says}")
+    return files
+
+
+# what torch and Python say of such files, none of which is the user's business
+INTERNALS = ("PytorchStreamReader", "miniz", "central directory", "Errno", "Unsupported operand",
+             "KeyError", "EOFError", "RuntimeError", "UnpicklingError", "weights_only", "Traceback")
+
+
+def test_an_unreadable_checkpoint_says_what_is_wrong_in_words(tmp_path, capsys):
+    for name, (path, says) in broken_files(tmp_path).items():
+        with pytest.raises(CheckpointError) as refused, warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            load(path)
+        assert not said, (name, [str(w.message) for w in said])  # torch's remarks on foreign pickles
+        message = str(refused.value)
+        assert message.startswith(f"{path}: ") and says in message, (name, message)
+        assert "\n" not in message and not any(word in message for word in INTERNALS), (name, message)
+        for argv in (["info", str(path)], ["generate", str(path), "abc"], ["eval", str(path), "data/val.txt"],
+                     ["train", "--resume", str(path), "--out", str(tmp_path / "out.pt")]):
+            assert main(argv) == 2, (name, argv)
+            out, err = capsys.readouterr()
+            assert err == f"minitf: error: {message}\n", (name, argv, err)
 
 
 def test_mismatched_weights_are_refused(tmp_path):

@@ -124,6 +124,7 @@ CASES = [
     (["info", S, "--json"], 0, ['"parameters": 42112', '"command"']),
     (["info", "data/train.txt"], 2, ["data/train.txt: not a readable checkpoint"]),
     (["info", "{tmp}/missing.pt"], 2, ["missing.pt: no such file"]),
+    (["info", "{tmp}"], 2, ["{tmp}: is a directory"]),
     (["info"], 2, ["checkpoint"]),
     # the program itself
     (["--version"], 0, [f"minitf {minitf.__version__}"]),

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from minitf import Config
-from minitf.core.config import GROUP_OF, Ablations, ModernBlock, Positions
+from minitf.core.config import GROUP_OF, LEFT_OUT_AT, Ablations, ModernBlock, Positions
 from support import ROOT
 
 TOP_LEVEL = ["vocab_size", "d_model", "n_heads", "head_dim", "n_layers", "d_ff", "activation", "norm",
@@ -84,6 +84,25 @@ def test_to_dict_and_the_repr_keep_the_flat_form():
         Config(causal=False, rope_on_v=True)
     assert repr(c).startswith("Config(vocab_size=256, d_model=4, n_heads=2, head_dim=2, n_layers=2, ")
     assert "positions=" not in repr(c) and "position_offset" not in repr(c)
+
+
+def test_the_repr_shows_every_option_that_differs_from_its_default():
+    """Two configs that differ print differently: an option added later (the modern block's,
+    position_offset) shows once it is set, and the repr rebuilds the config."""
+    assert repr(Config(bias=False)) != repr(Config())
+    assert "bias=False" in repr(Config(bias=False)) and "bias" not in repr(Config())
+    for name in LEFT_OUT_AT:
+        assert f"{name}=" not in repr(Config())
+    changed = {"bias": False, "ffn_gate": True, "qk_norm": True, "logit_softcap": 30.0, "zero_init": True,
+               "position_ids": "coupled", "position_offset": 3}
+    assert set(LEFT_OUT_AT) <= set(changed)  # every option the repr may leave out is tried here
+    for name, value in changed.items():
+        c = Config(**{name: value, "position_ids": "coupled"})
+        assert f"{name}={value!r}" in repr(c), name
+        assert eval(repr(c), {"Config": Config}) == c
+    modern = Config.modern(d_model=16)
+    assert eval(repr(modern), {"Config": Config}) == modern
+    assert "bias=False" in repr(modern) and "qk_norm=True" in repr(modern)
 
 
 def test_from_dict_reads_the_grouped_form_too():

@@ -401,8 +401,8 @@ def test_a_call_to_the_library_is_refused_under_any_name_with_the_line():
     error = fails(my_causal_mask, minitf.causal_mask, MASK_CASES, library=LIBRARY,
                   hints_by_diagnosis={"library_call": "a comparison of two aranges is fine"})
     assert str(error) == (
-        "my_causal_mask uses minitf.causal_mask, which this exercise asks you to do without: the check "
-        "compares your answer with that very code, so calling it would pass without teaching you "
+        "my_causal_mask uses minitf.causal_mask, which this exercise asks you to do without: it does "
+        "the work the exercise asks of you, so calling it would pass without teaching you "
         "anything. Not accepted; the hint says what is fine to use"
         "\n  in the line: return ready_made(T)  # an alias: the call is still minitf's function"
         "\nHint: a comparison of two aranges is fine")

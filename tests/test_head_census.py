@@ -59,6 +59,24 @@ def test_a_wrong_table_is_named(found, diagnosis, words):
     assert words in str(info.value) and "\nHint: " in str(info.value)
 
 
+def test_the_shift_model_s_census_on_its_own_pairs_is_named():
+    with pytest.raises(minitf.ExerciseError) as info:
+        head_census.diagnose(table(model=SHIFT, pairs=HELD_OUT["shift"]), REVERSE, HELD_OUT["reverse"],
+                             others=({"reverse": REVERSE, "shift": SHIFT}, HELD_OUT))
+    assert info.value.diagnoses == ("another_model",)
+    assert "the shift model's heads, measured on its own pairs" in str(info.value)
+
+
+def test_the_solution_block_is_shown_after_the_turn_and_passes_its_check(capsys):
+    from support import markdown
+    assert " ".join(head_census.solution_markdown().split()) in markdown("06_attention_heatmaps")
+    assert "head_census.check(found" in head_census.SOLUTION  # the block ends with its check
+    exec(head_census.SOLUTION, {"my_ablate_head": my_ablate_head, "minitf": minitf,
+                                "exact_match": head_census.teacher_forced_exact_match,
+                                "models": {"reverse": REVERSE, "shift": SHIFT}, "held_out": HELD_OUT})
+    assert capsys.readouterr().out.startswith("✓ found agrees with the measurement for all 8 heads")
+
+
 def test_check_prints_instead_of_raising(capsys):
     head_census.check({}, REVERSE, HELD_OUT["reverse"])
     assert capsys.readouterr().out.startswith("found: empty")
@@ -66,5 +84,6 @@ def test_check_prints_instead_of_raising(capsys):
 
 def test_notebook_06_checks_the_learner_s_table():
     turn = code_cell("06_attention_heatmaps", containing="found = {}")
-    assert 'head_census.check(found, models["reverse"], held_out["reverse"])' in "".join(turn["source"])
+    assert 'head_census.check(found, models["reverse"], held_out["reverse"], others=(models, held_out))' \
+        in "".join(turn["source"])
     assert "".join(turn["outputs"][0]["text"]).startswith("found: empty: the loop body is still `pass`")

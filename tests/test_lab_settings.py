@@ -50,4 +50,4 @@ def test_make_lab_writes_it_into_the_venv():
     make = (ROOT / "Makefile").read_text()
     assert re.search(r"^lab: .*\blab-settings\b", make, flags=re.M)
     assert re.search(r"^lab-settings: .*\n\t\$\(PY\) tools/lab_settings\.py", make, flags=re.M)
-    assert "windowingMode" in (ROOT / "TROUBLESHOOTING.md").read_text()
+    assert "windowingMode" in (ROOT / "docs" / "troubleshooting.md").read_text()

@@ -16,7 +16,7 @@ import pytest
 
 from support import ROOT, cells
 
-PAGES = sorted(p for p in ROOT.glob("*.md")) + [ROOT / "data" / "seed" / "README.md"]
+PAGES = sorted([*ROOT.glob("*.md"), *ROOT.glob("docs/*.md")]) + [ROOT / "data" / "seed" / "README.md"]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 
@@ -90,9 +90,10 @@ def test_every_relative_link_lands_on_a_file_and_a_heading():
 
 def test_a_broken_link_or_heading_is_caught():
     readme = ROOT / "README.md"
-    text = "[a](RECIPE.md#no-such-heading) [b](notebooks/99_gone.ipynb) [c](https://example.org/x) [d](RECIPE.md)"
+    text = ("[a](docs/recipes.md#no-such-heading) [b](notebooks/99_gone.ipynb) [c](https://example.org/x) "
+            "[d](docs/recipes.md)")
     assert link_problems("x", readme, text) == (
-        ["x: RECIPE.md#no-such-heading: RECIPE.md has no heading #no-such-heading",
+        ["x: docs/recipes.md#no-such-heading: recipes.md has no heading #no-such-heading",
          "x: notebooks/99_gone.ipynb: no such file"], 3)
 
 
@@ -168,8 +169,8 @@ def test_install_lines_that_drift_are_caught():
 
 
 def colab_cell() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("### Open a notebook elsewhere (Colab)", 1)[1].split("\n### ", 1)[0]
+    page = (ROOT / "docs" / "elsewhere.md").read_text()
+    section = page.split("## Open a notebook elsewhere (Colab)", 1)[1].split("\n## ", 1)[0]
     return FENCE.search(section)[0]
 
 

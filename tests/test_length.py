@@ -74,7 +74,7 @@ def test_cli_eval_prints_exact_match_by_length(capsys):
 
 
 def test_stored_length_study():
-    """The summary of minitf/experiments/stored/length_study.json that RECIPE.md quotes."""
+    """The summary of minitf/experiments/stored/length_study.json that docs/recipes.md quotes."""
     study = load_length_study()
     assert study.buckets == ["1-12", "13-16", "17-20", "21-24"]
     assert all(len(a.seeds) == 3 for a in study.arms.values())

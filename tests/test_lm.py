@@ -78,7 +78,8 @@ def test_generate_text_is_seeded_and_greedy_is_the_argmax():
     first = int(model(torch.tensor([list(b"To be")]))[0, -1].argmax())
     assert greedy[0] == first
     assert generate_text(model, "To be", 10, top_k=1, seed=0) == greedy  # top-1 sampling is greedy
-    assert generate_text(model, "To be", 0) == b""
+    with pytest.raises(ValueError, match="max_new_tokens must be a whole number >= 1"):
+        generate_text(model, "To be", 0)  # as the command line's --max-new 0 (test_new_user)
 
 
 def test_top_k_and_top_p_only_ever_pick_allowed_bytes():

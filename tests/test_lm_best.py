@@ -1,5 +1,5 @@
-"""`--recipe lm-best` (RECIPE.md, notebook 14): the recipe is the sweep's best setting, its stored runs
-were made with today's recipe, and what RECIPE.md and 14 say of it is what the stored runs hold."""
+"""`--recipe lm-best` (docs/recipes.md, notebook 14): the recipe is the sweep's best setting, its stored runs
+were made with today's recipe, and what docs/recipes.md and 14 say of it is what the stored runs hold."""
 import json
 import statistics
 import sys
@@ -64,7 +64,7 @@ def test_the_sweep_shows_overfitting_and_what_controls_it():
     # at one size, twice the compute (9 passes over the text instead of 5) ends higher
     assert sweep.run("d128L6", 8e13)["val_loss"] > sweep.run("d128L6", 4e13)["val_loss"]
     assert sweep.run("d128L6", 8e13)["train_loss"] < sweep.run("d128L6", 4e13)["train_loss"]
-    # 14 and RECIPE.md: at 4·10¹³ FLOPs six layers of 128 beat four and eight; dropout 0.1 alone
+    # 14 and docs/recipes.md: at 4·10¹³ FLOPs six layers of 128 beat four and eight; dropout 0.1 alone
     # costs at that budget and needs 6·10¹³ to come back
     six = sweep.run("d128L6", 4e13)["val_loss"]
     assert six < sweep.run("d128L4", 4e13)["val_loss"] and six < sweep.run("d128L8", 4e13)["val_loss"]
@@ -95,7 +95,7 @@ def test_recipe_md_and_notebook_14_say_what_the_stored_runs_hold():
     assert len(runs) >= 3
     losses = [r.val_loss for r in runs]
     walls = [r.wall_s for r in runs]
-    recipe_md = (ROOT / "RECIPE.md").read_text()
+    recipe_md = (ROOT / "docs" / "recipes.md").read_text()
     section = recipe_md.split("## nanoGPT's GPU mark on two CPU cores", 1)[1].split("\n## ", 1)[0]
     nb = markdown(NOTEBOOK)
     for text in (section, nb):
@@ -117,7 +117,7 @@ def test_recipe_md_and_notebook_14_say_what_the_stored_runs_hold():
 @pytest.mark.parametrize("arm", [a for a in load_lm_best().arms if a != "lm-best"])
 def test_every_stored_arm_is_reported(arm):
     res = load_lm_best()
-    section = (ROOT / "RECIPE.md").read_text().split("## nanoGPT's GPU mark on two CPU cores", 1)[1]
+    section = (ROOT / "docs" / "recipes.md").read_text().split("## nanoGPT's GPU mark on two CPU cores", 1)[1]
     section = section.split("\n## ", 1)[0]
     for r in res.runs(arm):
         assert f"{r.val_loss:.3f}" in section
@@ -154,7 +154,7 @@ def test_an_arm_that_does_less_work_is_given_the_steps_it_saves():
 
 
 def ablation_section():
-    text = (ROOT / "RECIPE.md").read_text().split("## nanoGPT's GPU mark on two CPU cores", 1)[1]
+    text = (ROOT / "docs" / "recipes.md").read_text().split("## nanoGPT's GPU mark on two CPU cores", 1)[1]
     return text.split("\n## ", 1)[0]
 
 

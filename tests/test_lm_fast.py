@@ -1,5 +1,5 @@
-"""`--recipe lm-fast` (RECIPE.md's fast language model): the recipe, the shipped checkpoint and bench/lm_fast.py's arm are one
-run, and the stored ablation holds what RECIPE.md says of it."""
+"""`--recipe lm-fast` (docs/recipes.md's fast language model): the recipe, the shipped checkpoint and bench/lm_fast.py's arm are one
+run, and the stored ablation holds what docs/recipes.md says of it."""
 import shlex
 import sys
 
@@ -64,7 +64,7 @@ def test_stored_ablation_meets_the_goal():
 def test_recipe_md_writes_out_the_recipe():
     import re
 
-    text = re.sub(r"\\\n\s*", " ", (ROOT / "RECIPE.md").read_text())
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "docs" / "recipes.md").read_text())
     command = next(m.group(0) for m in re.finditer(r"python -m minitf train[^\n`]*", text)
                    if "--qk-norm" in m.group(0))
     written = shlex.split(command)[3:]  # after "python -m minitf"

@@ -1,6 +1,6 @@
 """bench/nanogpt.py: `--recipe lm-fast` beside nanoGPT's own CPU quick-start. nanoGPT's
 code is never in this repository, so these tests give the bench a stand-in clone; the stored result
-(minitf/experiments/stored/nanogpt_quickstart.json) holds what RECIPE.md and notebook 14 say."""
+(minitf/experiments/stored/nanogpt_quickstart.json) holds what docs/recipes.md and notebook 14 say."""
 import json
 import math
 import pickle
@@ -107,11 +107,11 @@ def test_each_stored_result_names_its_cpu_and_pairs_every_run(name):
 
 def test_recipe_and_notebook_14_quote_the_stored_ratio_and_the_reporters(stored):
     """The CPU-time ratio measured here (one thread each), and the reporter's 0.26× (Intel Xeon,
-    wall time, nanoGPT on its default threads); RECIPE.md also gives the range of wall ratios."""
+    wall time, nanoGPT on its default threads); docs/recipes.md also gives the range of wall ratios."""
     ratio = f"{statistics.median(ratios(stored, 'cpu_s')):.2f}×"
     wall = ratios(stored, "wall_s")
     notebook = joined("14_faster_language_model", "markdown")
-    recipe = (ROOT / "RECIPE.md").read_text()
+    recipe = (ROOT / "docs" / "recipes.md").read_text()
     cpu = stored["cpu"].split(",")[0]
     for text in (recipe, notebook):
         assert ratio in text and "0.26×" in text and cpu in text and "Intel Xeon" in text

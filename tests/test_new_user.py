@@ -4,6 +4,7 @@ need a real process and a real Ctrl-C (a signal) are marked slow."""
 import base64
 import inspect
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -256,8 +257,12 @@ def test_an_over_long_pair_is_named_by_file_and_line_and_skipped_on_request(tmp_
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"minitf: error: {path}:8: too long: 402 tokens") and "max_len 128" in err
+    # the `data check` the error sends the user to finds the same line by the same max_len
+    assert f"`python -m minitf data check {path}` lists every bad line" in err
+    assert main(["data", "check", str(path)]) == 1
+    assert capsys.readouterr().out.startswith(f"{path}:8: too long: 402 tokens")
     assert main(argv + ["--skip-bad-lines"]) == 0  # as eval --skip-bad-lines does
-    assert "skipped 1 bad lines of 41 and read 40 pairs" in capsys.readouterr().err
+    assert "skipped 1 bad line of 41 and read 40 pairs" in capsys.readouterr().err
     assert main(["eval", str(out), str(path), "--skip-bad-lines"]) == 0
 
 
@@ -332,3 +337,235 @@ def test_the_course_table_lists_every_notebook_and_every_recipe():
     assert rows == sorted(nb.stem for nb in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     for name in RECIPES:
         assert f"`{name}`" in course, name
+
+
+# --- issue 39: the second new user's list, each item held ---------------------------------------------
+
+PAIRS = ["--train", "data/train.txt", "--val", "data/val.txt", "--d-model", "8", "--batch-size", "8"]
+
+
+@pytest.mark.parametrize("progress", [[], ["--no-progress"]], ids=["bar", "no-bar"])
+def test_each_validation_is_printed_when_it_is_made(progress, monkeypatch, tmp_path, capsys):
+    from minitf.core import train as training
+    real, seen = training.validate, []
+
+    def validate(*args, **kwargs):  # what train has printed when each validation starts
+        seen.append(capsys.readouterr().out)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "validate", validate)
+    assert main(["train", *PAIRS, "--steps", "30", "--eval-every", "10", *progress,
+                 "--out", str(tmp_path / "m.pt")]) == 0
+    rest = capsys.readouterr().out
+    assert len(seen) == 3 and "step     10  val loss" in seen[1] and "step     20" in seen[2]
+    assert "step     30  val loss" in rest and "trained 30 steps" in rest
+    printed = "".join(seen) + rest
+    assert all(printed.count(f"step {s:6d}  val loss") == 1 for s in (10, 20, 30))  # once each
+
+
+def test_a_stopped_run_shows_the_validations_it_made(monkeypatch, tmp_path, capsys):
+    from minitf.cli import train_cmd
+
+    def signal_at_step_25(stop):  # train asks after every step: a Ctrl-C arrives during step 25
+        stop.asked = getattr(stop, "asked", 0) + 1
+        if stop.asked == 25:
+            stop.signal = signal.SIGINT
+        return stop.signal is not None
+
+    monkeypatch.setattr(train_cmd.Stop, "__call__", signal_at_step_25)
+    assert main(["train", *PAIRS, "--steps", "40", "--eval-every", "10", "--no-progress",
+                 "--out", str(tmp_path / "m.pt")]) == 130
+    out = capsys.readouterr().out
+    assert "step     10  val loss" in out and "step     20  val loss" in out
+    assert "step     30" not in out and "interrupted (SIGINT) at step 25 of 40" in out
+
+
+def test_data_check_flags_what_train_refuses_by_the_same_max_len(tmp_path, capsys):
+    path = tmp_path / "long.txt"
+    minitf.write_pairs(path, [minitf.Pair(b"a" * 70, b"b" * 70), *minitf.make_pairs("copy", 20)])
+    out = tmp_path / "m.pt"
+    for extra, flag in (([], ""), (["--max-len", "100"], " --max-len 100")):
+        assert main(["train", "--train", str(path), "--n-val", "0", *TINY, *extra, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        check = f"python -m minitf data check {path}{flag}"
+        assert f"{path}:1: too long: 142 tokens" in err and f"`{check}` lists every bad line" in err
+        assert main(check.split()[3:]) == 1  # the command the error names finds the same line
+        assert capsys.readouterr().out.startswith(f"{path}:1: too long: 142 tokens")
+    assert main(["data", "check", str(path), "--max-len", "141"]) == 0  # long enough: no bad line
+
+
+def test_a_text_file_given_to_train_gets_the_hint_to_use_text(tmp_path, capsys):
+    text = tmp_path / "notes.txt"
+    text.write_text("Dear diary,\nToday I trained a model.\n")
+    assert main(["train", "--train", str(text), *TINY, "--out", str(tmp_path / "m.pt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"train a language model on it with --text {text}" in err
+    assert main(["train", "--train", "data/seed/val.txt", *TINY, "--out", str(tmp_path / "m.pt")]) == 2
+    assert "--text" not in capsys.readouterr().err  # some of its lines are Base64: a pairs file
+
+
+@pytest.mark.parametrize("argv", [["data", "make", "--n", "5"], ["train", *TINY]], ids=["data make", "train"])
+def test_a_missing_out_folder_is_refused_not_created(argv, tmp_path, capsys):
+    out = tmp_path / "missing" / "deeper" / "x.txt"
+    assert main([*argv, "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (f"minitf: error: --out {out}: the folder {out.parent} does "
+                                       "not exist (create it first)\n")
+    assert not (tmp_path / "missing").exists()
+    assert main([*argv, "--out", str(tmp_path)]) == 2  # a folder for a file: named, nothing written
+    assert f"--out {tmp_path} is a folder" in capsys.readouterr().err
+
+
+IGNORED = [  # (flags typed, the words of the one-line refusal)
+    (["--cooldown", "0.3"], "--cooldown is the length of the wsd schedule's decay, and --schedule is cosine"),
+    (["--recipe", "lm-fast", "--schedule", "cosine", "--cooldown", "0.3"], "--schedule is cosine"),
+    (["--qk-norm", "--no-qk-norm"], "--qk-norm and --no-qk-norm say opposite things"),
+    (["--no-qk", "--qk-norm"], "--no-qk-norm and --qk-norm say opposite things"),
+    (["--text", "data/text/tinyshakespeare.txt", "--n-val", "0"], "--n-val is for pairs, and --text"),
+    (["--text", "data/text/tinyshakespeare.txt", "--task", "copy", "--repeats", "0.5", "--pair-len", "5"],
+     "--task, --repeats and --pair-len are for pairs"),
+    (["--recipe", "lm", "--n-val", "0"], "--n-val is for pairs, and --text"),
+    (["--train", "data/train.txt", "--task", "sort"], "--task shapes generated pairs, and --train data/train.txt"),
+    (["--train", "data/train.txt", "--n-train", "100", "--repeats", "0.1", "--val-repeats", "0.1"],
+     "--n-train, --repeats and --val-repeats shape generated pairs"),
+    (["--train", "data/train.txt", "--val-repeats", "0.1"], "--val-repeats shapes generated pairs, and --train"),
+    (["--val", "data/val.txt", "--n-val", "10"], "--n-val shapes generated held-out pairs, and --val data/val.txt"),
+    (["--train", "data/train.txt", "--val", "data/val.txt", "--n-val", "10"], "--n-val shapes generated held-out pairs"),
+]
+
+
+@pytest.mark.parametrize("flags, says", IGNORED, ids=[" ".join(f[0]) for f in IGNORED])
+def test_a_flag_the_run_would_ignore_is_refused_naming_it(flags, says, tmp_path, capsys):
+    assert main(["train", *flags, "--steps", "30", "--out", str(tmp_path / "m.pt")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("minitf: error: ") and err.count("\n") == 1 and says in err, err
+    assert not (tmp_path / "m.pt").exists()
+
+
+@pytest.mark.parametrize("name", list(minitf.core.recipes.RECIPES))
+def test_a_recipe_and_its_written_out_command_are_not_refused_for_its_own_settings(name):
+    """A recipe sets --task, --cooldown, --n-val... itself: only what the user typed is checked,
+    with the recipe, with a data file that makes some of its settings moot, and written out."""
+    from minitf.cli.checks import check_args, typed_flags
+    data = ["--text", "data/text/tinyshakespeare.txt"] if "text" in minitf.core.recipes.get(name).values \
+        else ["--train", "data/train.txt"]
+    for argv in (["train", "--recipe", name, "--out", "x.pt"], ["train", "--recipe", name, *data, "--out", "x.pt"]):
+        args, words = cli.with_recipe(name, argv)
+        args.typed = typed_flags(argv)
+        assert check_args(args) is None, (argv, check_args(args))
+        again = cli.parser().parse_args(words)  # the command the checkpoint records, typed again
+        again.typed = typed_flags(words)
+        assert check_args(again) is None, (words, check_args(again))
+
+
+@pytest.mark.parametrize("d_model, n_heads, advice", [
+    (5, 2, "give --d-model 4 or --d-model 8"),
+    (6, 2, "--n-heads 1 or 3 with --d-model 6"),
+    (12, 8, "give --d-model 16"),
+])
+def test_head_width_advice_names_flags_the_command_line_has(d_model, n_heads, advice, tmp_path, capsys):
+    assert main(["train", "--d-model", str(d_model), "--n-heads", str(n_heads), "--steps", "2",
+                 "--out", str(tmp_path / "m.pt")]) == 2
+    err = capsys.readouterr().err
+    assert advice in err and "head_dim" not in err and err.count("\n") == 1
+    assert main(["train", "--help"]) == 0
+    options = set(re.findall(r"--[a-z][a-z-]*", capsys.readouterr().out))
+    assert set(re.findall(r"--[a-z][a-z-]*", err)) <= options  # every flag named is a real one
+
+
+def test_pairs_generate_says_when_the_output_stops_without_its_end_marker(capsys):
+    assert main(["generate", S, "x" * 100, "abc"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[1] == "abc\tbcd"  # the other input is answered as before
+    output = out.splitlines()[0].split("\t")[1]
+    assert len(output) == 128 - 101  # input and TAB take 101 of the 128 positions
+    assert err.count("\n") == 1 and "stopped after 27 bytes, before its end marker, at the model's max_len 128" in err
+    assert main(["generate", S, "abcdefghij", "--max-new", "3"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "abcdefghij\tbcd\n" and "stopped after 3 bytes, before its end marker, at --max-new 3" in err
+    assert main(["generate", S, "abcdefghij"]) == 0
+    assert capsys.readouterr().err == ""  # an output that ends on its end marker: nothing to say
+
+
+@pytest.mark.parametrize("text, says", [("a\tb", "holds a TAB (byte 9) at position 1"),
+                                         ("ab\n", "holds a newline (byte 10) at position 2")])
+def test_a_tab_or_newline_inside_a_pairs_input_is_refused(text, says, capsys):
+    assert main(["generate", S, "abc", text]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and says in err
+    with pytest.raises(ValueError, match=re.escape(says)):
+        minitf.generate(minitf.load(S), text)
+
+
+def test_generate_on_a_language_model_continues_the_text_without_a_tab():
+    lm = minitf.load(L)
+    assert minitf.generate(lm, "ROMEO:", 20) == minitf.generate_text(lm, "ROMEO:", 20, greedy=True)
+    assert minitf.generate(lm, ["ROMEO:", "JULIET:"], 5, temperature=0.8, seed=1) == \
+        minitf.generate_text(lm, ["ROMEO:", "JULIET:"], 5, temperature=0.8, seed=1)
+    tabbed = minitf.generate(lm, "ROMEO:", 20, tab=True)  # asked for: still possible
+    assert tabbed != minitf.generate(lm, "ROMEO:", 20)
+
+
+@pytest.mark.parametrize("call", [lambda m: minitf.generate(m, "abc", 0),
+                                  lambda m: minitf.generate_text(m, "abc", 0),
+                                  lambda m: minitf.generate_text(m, "abc", max_new=0)])
+def test_zero_bytes_to_generate_is_refused_in_python_as_on_the_command_line(call, capsys):
+    with pytest.raises(ValueError, match="must be a whole number >= 1"):
+        call(minitf.load(S))
+    assert main(["generate", L, "abc", "--max-new", "0"]) == 2
+    assert "--max-new must be a whole number >= 1" in capsys.readouterr().err
+
+
+def fake_text(monkeypatch, written: bytes):
+    """generate_text as a language model that writes exactly these bytes."""
+    def generate_text(model, prompt, **settings):
+        for byte in written:
+            settings["on_byte"](byte)
+        return written
+    monkeypatch.setattr(cli.run_cmds, "generate_text", generate_text)
+
+
+def test_text_cut_inside_a_utf8_character_prints_what_decodes_and_says_so(monkeypatch, capsys):
+    fake_text(monkeypatch, "ab日".encode()[:-1])  # 日 is 3 bytes: the last one never came
+    assert main(["generate", L, "x", "--max-new", "4"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "xab\n" and "\\x" not in out
+    assert err == ("minitf: warning: the text ended inside a UTF-8 character: its first 2 bytes "
+                   "(e6 97) are left out, since they print as no character\n")
+    fake_text(monkeypatch, "ab日".encode())
+    assert main(["generate", L, "x", "y"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "xab日\nyab日\n" and err == ""  # whole characters: nothing held back, nothing said
+    fake_text(monkeypatch, b"a\xffb")  # a byte no character begins with: shown, as it was written
+    assert main(["generate", L, "x"]) == 0
+    assert capsys.readouterr().out == "xa\\xffb\n"
+
+
+def test_counts_of_one_are_singular(tmp_path, capsys):
+    from minitf.cli.data_cmd import make_estimate
+    from minitf.core.words import plural
+    assert [plural(n, "step") for n in (0, 1, 2)] == ["0 steps", "1 step", "2 steps"]
+    assert plural(1200, "pair", sep=True) == "1,200 pairs"
+    assert make_estimate(10_000_000, 1, 12).endswith(" and 1 minute")
+    out = tmp_path / "m.pt"
+    assert main(["train", "--steps", "1", "--no-progress", "--n-train", "100", "--n-val", "1",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "trained 1 step in" in printed and "validating on 1 generated shift pair with" in printed
+    assert main(["info", str(out)]) == 0
+    info = capsys.readouterr().out
+    assert "1 validation, at step 1" in info and "1 mean of 10 steps" in info and "  1 step," in info
+    assert "1 steps" not in info + printed and "1 validations" not in info
+    assert "(1 point)" in checkpoint.describe(minitf.load(out).metadata)
+
+
+def test_troubleshooting_says_what_the_colab_cell_does():
+    from support import ROOT
+    elsewhere = (ROOT / "docs" / "elsewhere.md").read_text()
+    section = elsewhere[elsewhere.index("Open a notebook elsewhere (Colab)"):]
+    cell = section[section.index("```ipython"):section.index("```", section.index("```ipython") + 3)]
+    assert "git clone --quiet --depth 1 {MINITF_REPO}" in cell and "--branch" not in cell  # no tag
+    assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in cell
+    text = " ".join((ROOT / "docs" / "troubleshooting.md").read_text().split())
+    colab = text[text.index("## Opening a notebook elsewhere (Colab)"):][:400]
+    assert "tag" not in colab
+    assert "clones minitf's default branch, installs the pinned torch (CPU build)" in colab

@@ -1,5 +1,7 @@
 """A learner's pieces inside a real Transformer: the reference solutions give minitf's logits exactly,
 a wrong piece is named by the check, and the assembled model trains."""
+import re
+
 import pytest
 import torch
 
@@ -200,6 +202,32 @@ def test_a_broken_softmax_is_named_though_it_has_no_slot_of_its_own():
 
     result = parts.check(parts.Parts(softmax=softmax_without_the_maximum))
     assert list(result.broken) == ["softmax"] and "overflows" in str(result), str(result)
+
+
+def test_a_saved_softmax_over_the_wrong_dimension_is_blamed_alone(tmp_path, monkeypatch):
+    """Saved pieces call each other by name (your attention calls my_softmax): each piece is tried
+    with the others from the reference, so only the softmax is named, not the attention calling it."""
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path))
+    (tmp_path / "softmax.py").write_text(
+        "def my_softmax(x):\n    z = x - x.amax(0, keepdim=True)\n    return z.exp() / z.exp().sum(0, keepdim=True)\n"
+        "__piece__ = my_softmax\n")
+    for name in ("attention", "multi_head_attention"):
+        assert parts.save(name, getattr(solutions, f"my_{name}")) is not None
+    result = minitf.training_parts.your_pieces(minitf.Config(d_model=8, n_heads=2)).model_check
+    assert list(result.broken) == ["softmax"], str(result)
+    assert "the softmax ran over dim -2" in str(result)
+
+
+def test_a_passing_model_shows_each_dtype_s_rounding():
+    """The success line shows the differences the notebook talks about (float32's ~1e-6), each as
+    the power of ten above it, the allowances beside them."""
+    result = parts.check(ALL)
+    line = str(result)
+    assert line.startswith("✓ your model computes minitf's logits"), line
+    f64, f32 = (float(x) for x in re.findall(r"under (1e[-+]\d+) in float(?:64|32)", line))
+    assert result.max_diff < f64 <= 10 * max(result.max_diff, 1e-300) and f64 <= 1e-12
+    assert result.float32 < f32 <= 10 * result.float32 and 1e-7 <= f32 <= 1e-4
+    assert "allows 1e-09" in line and "allows 1e-04" in line
 
 
 def test_your_multi_head_attention_runs_the_model_with_your_attention_inside_and_a_wrong_merge_is_named():

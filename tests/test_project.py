@@ -155,3 +155,52 @@ def test_the_project_never_reads_the_shared_folder():
     for path in [*package, *ROOT.glob("tests/**/*.py"), *notebooks(),
                  ROOT / "Makefile", ROOT / ".ci" / "run"]:
         assert "../" + "shared" not in path.read_text(), path
+
+
+# --- CONTRIBUTING names only files that exist ------------------------------------------------------
+
+# a repository path in a Markdown page: `tests/notebooks/test_x.py`, `minitf/core/`, a bare `config.py`
+NAMED_PATH = re.compile(r"(?<![\w./<-])((?:[\w.-]+/)*[\w.-]+\.(?:py|md|toml|cfg|json|ipynb|sh|yml)|"
+                        r"(?:minitf|bench|data|docs|notebooks|tests|tools)/(?:[\w.-]+/)*)(?![\w/<])")
+PLACEHOLDER = re.compile(r"<\w+>|(?<![A-Za-z])NN(?![A-Za-z])|\*")  # `bench/<study>.py`, `notebooks/NN_name.ipynb`
+
+
+def named_paths(text: str) -> list[str]:
+    """The repository paths a Markdown text names in backticks (fenced commands included), without
+    placeholders."""
+    spans = re.findall(r"`([^`\n]+)`", re.sub(r"^```.*$", "", text, flags=re.M)) + \
+        [line for block in re.findall(r"^```\w*\n(.*?)^```", text, re.M | re.S) for line in block.splitlines()]
+    found = []
+    for span in spans:
+        for word in span.split():
+            if PLACEHOLDER.search(word) or "://" in word:
+                continue
+            found += [m for m in NAMED_PATH.findall(word.strip("`'\"(),:;"))]
+    return list(dict.fromkeys(found))
+
+
+def missing_paths(text: str, root: pathlib.Path) -> list[str]:
+    """A path with a folder must exist from the root; a bare file name somewhere in the repository."""
+    missing = []
+    for path in named_paths(text):
+        if "/" in path.rstrip("/"):
+            ok = (root / path).exists()
+        else:
+            ok = (root / path).exists() or any(root.glob(f"minitf/**/{path}")) or any(root.glob(f"*/{path}"))
+        if not ok:
+            missing.append(path)
+    return missing
+
+
+def test_contributing_names_only_paths_that_exist():
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    named = named_paths(text)
+    assert len(named) > 30 and "tests/test_architecture.py" in named  # the extraction finds them
+    assert missing_paths(text, ROOT) == []
+
+
+def test_a_moved_path_in_contributing_is_caught():
+    text = ("Held by `tests/test_course_tracks.py` and `tests/notebooks/test_course_tracks.py`; see\n"
+            "`bench/<study>.py`, `notebooks/NN_name.ipynb`, `model.py` and `gone.py`.\n\n"
+            "```bash\n.venv/bin/python -m pytest -q tests/test_nothing_here.py\n```\n")
+    assert missing_paths(text, ROOT) == ["tests/test_course_tracks.py", "gone.py", "tests/test_nothing_here.py"]

@@ -4,9 +4,9 @@
   before the wings `minitf.train.make_optimizer` raised AttributeError) is reachable under its wing:
   `from minitf.core.train import make_optimizer`, `minitf.core.train.make_optimizer`.
 - Every `import minitf.X`, `from minitf.X import Y` and `minitf.X.Y` in the notebooks' code cells,
-  README.md's and RECIPE.md's code blocks, and every `minitf.X.Y` the two files name in backticks,
+  the README's and docs/'s code blocks, and every `minitf.X.Y` those pages name in backticks,
   resolves in a fresh interpreter. A failure names the file (and cell) and the name.
-- Every path README.md and RECIPE.md name (`minitf/…`, `bench/…`, `data/…`, `tests/…`, …) exists.
+- Every path the README and docs/ name (`minitf/…`, `bench/…`, `data/…`, `tests/…`, …) exists.
 """
 from __future__ import annotations
 
@@ -134,10 +134,12 @@ def notebook_uses():
 
 MENTION = re.compile(r"`[^`\n]*?\b(minitf(?:\.[A-Za-z_]\w*)+)")
 CODE_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+# the pages a newcomer reads: the README and every page of docs/
+DOCUMENTS = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))]
 
 
 def document_uses():
-    for doc in ("README.md", "RECIPE.md"):
+    for doc in DOCUMENTS:
         text = (ROOT / doc).read_text()
         for lang, body in CODE_BLOCK.findall(text):
             if lang in ("python", "py", "pycon"):
@@ -275,11 +277,11 @@ def test_every_minitf_name_in_the_notebooks_resolves(resolved):
     assert not failed["notebooks"], "names the notebooks use that do not resolve:\n" + "\n".join(failed["notebooks"])
 
 
-def test_every_minitf_name_in_readme_and_recipe_resolves(resolved):
+def test_every_minitf_name_in_readme_and_docs_resolves(resolved):
     items, failed = resolved
     assert any(k == "chain" and n == "minitf.Transformer" for _, k, n, _ in items["documents"])
     assert not failed["documents"], \
-        "names README.md or RECIPE.md use that do not resolve:\n" + "\n".join(failed["documents"])
+        "names the README or docs/ use that do not resolve:\n" + "\n".join(failed["documents"])
 
 
 def test_the_resolver_names_the_notebook_and_the_name_that_fail(resolved):
@@ -298,11 +300,11 @@ def test_the_resolver_names_the_notebook_and_the_name_that_fail(resolved):
 PATH = re.compile(r"(?<![\w./-])((?:minitf|bench|data|tests|notebooks|\.ci)/[\w./*{},-]*[\w*}])")
 
 
-def test_every_path_readme_and_recipe_name_exists():
+def test_every_path_readme_and_docs_name_exists():
     missing = []
-    for doc in ("README.md", "RECIPE.md"):
+    for doc in DOCUMENTS:
         for path in dict.fromkeys(PATH.findall((ROOT / doc).read_text())):
-            if path.startswith(("bench/out", "notebooks/my_parts")) or "*" in path:  # made by a run
+            if path.startswith(("bench/out", "notebooks/my_parts")) or "*" in path or "/NN_" in path:  # made by a run; a placeholder
                 continue
             # `minitf/experiments/stored/ablation.{json,md}` names two files
             options = re.match(r"(.*)\{(.*)\}(.*)", path)
@@ -312,7 +314,7 @@ def test_every_path_readme_and_recipe_name_exists():
 
 
 def test_the_readme_package_section_names_every_module():
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "package-tour.md").read_text()
     section = text[text.index("## The package"):]
     section = section[:section.index("\n## ", 1)]
     named = set(re.findall(r"`(minitf/[\w/]+\.py)`", section))

@@ -197,10 +197,10 @@ def test_val_repeats_makes_held_out_pairs_with_repeated_bytes():
 @pytest.mark.parametrize("name, marker", [("shift", "--task shift --n-train 30000"),
                                           ("lm", "--text data/text/tinyshakespeare.txt")])
 def test_the_documented_recipes_are_recipe_md_s_commands(name, marker):
-    """`--recipe shift` and `--recipe lm` train what RECIPE.md's commands train."""
+    """`--recipe shift` and `--recipe lm` train what docs/recipes.md's commands train."""
     import re
 
-    text = re.sub(r"\\\n\s*", " ", (ROOT / "RECIPE.md").read_text())  # join continued lines
+    text = re.sub(r"\\\n\s*", " ", (ROOT / "docs" / "recipes.md").read_text())  # join continued lines
     command = next(m.group(0) for m in re.finditer(r"python -m minitf train[^\n`]*", text)
                    if marker in m.group(0))
     documented = cli.parser().parse_args(shlex.split(command)[3:] + ["--out", "x.pt"])

@@ -79,7 +79,8 @@ import re  # noqa: E402
 from minitf import cli  # noqa: E402
 from minitf.core import recipes  # noqa: E402
 
-DOCS = ["README.md", "RECIPE.md", "TROUBLESHOOTING.md", "data/checkpoints/README.md",
+DOCS = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")),
+        "data/checkpoints/README.md",
         "notebooks/00_setup_check.ipynb", "notebooks/14_faster_language_model.ipynb"]
 # a duration: "7.7 s", "about 90 s", "41 seconds", "35 minutes", "a minute", "5 min", "12 ms"
 TIME = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:–\d+(?:\.\d+)?)?\s?(?:s|ms|sec|seconds?|min|minutes?|hours?)\b"

@@ -158,7 +158,7 @@ def test_every_relative_link_lands_on_a_file_of_the_site(built):
             assert target.is_file(), f"{page.name}: {url}"
             if parts.fragment and target.suffix == ".html":  # a section: GitHub's anchor is there too
                 assert f'id="{parts.fragment}"' in target.read_text(), f"{page.name}: {url}"
-    assert "TROUBLESHOOTING.html" in result["pages"] and "RECIPE.html" in result["pages"]
+    assert "docs_troubleshooting.html" in result["pages"] and "docs_recipes.html" in result["pages"]
     nav = refs(out / "03_attention.html").links
     for p in NOTEBOOKS:  # the course map on every page
         assert f"{p.stem}.html" in nav

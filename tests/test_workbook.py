@@ -17,7 +17,7 @@ NAMES = list(workbook.EXERCISES)
 
 @pytest.mark.parametrize("name", NAMES)
 def test_every_reference_solution_passes_its_check(name):
-    message = workbook.run_check(name, getattr(solutions, f"my_{name}"))
+    message = workbook.run_check(name, workbook.EXERCISES[name].solution)
     assert message.startswith("✓"), message
 
 
@@ -215,7 +215,74 @@ def model_forward(final_norm=True, positions=True, tied=False):
     return my_model_forward
 
 
+def layer_norm_unbiased(x, w, b, eps):
+    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * w + b
+
+
+def block_without_the_ffn_residual(blk, h, cos, sin):
+    a, w = blk.attn(blk.norm1(h) if blk.pre_norm else h, cos, sin, need_weights=True)
+    if blk.pre_norm:
+        h = h + a
+        return blk.ffn(blk.norm2(h)), w
+    h = blk.norm1(h + a)
+    return blk.norm2(blk.ffn(h)), w
+
+
+def batch_with_targets(late=False, on_input=False, float_ids=False):
+    def my_make_batch(pairs):
+        ids, targets = solutions.my_make_batch(pairs)
+        for row, pair in enumerate(pairs):
+            if late:
+                targets[row, len(pair.input)] = minitf.IGNORE
+            if on_input:
+                targets[row, :len(pair.input)] = ids[row, 1:len(pair.input) + 1]
+        return (ids.float() if float_ids else ids), targets
+    return my_make_batch
+
+
+def position_ids_restarting_at_every_tab(ids):
+    out = torch.zeros_like(ids)
+    for b in range(ids.size(0)):
+        last = None
+        for i in range(ids.size(1)):
+            last = i if int(ids[b, i]) == minitf.TAB else last
+            out[b, i] = i + 1 if last is None else i - last
+    return out
+
+
+def position_ids_from_zero(ids):
+    after_tab = (ids == minitf.TAB).long().cumsum(1) > 0
+    return torch.where(after_tab, solutions.my_position_ids(ids), torch.arange(ids.size(1)).expand_as(ids))
+
+
+def ablate_rows(model, layer, head):
+    import copy
+    model, hd = copy.deepcopy(model), model.config.head_dim
+    with torch.no_grad():
+        model.blocks[layer].attn.out.weight[head * hd:(head + 1) * hd, :] = 0  # rows: the stream's dims
+    return model
+
+
+def train_step_returning_a_float(model, optimizer, ids, targets, loss_fn, clip=1.0):
+    optimizer.zero_grad()
+    loss = loss_fn(model(ids), targets)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return loss.item()
+
+
 MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must contain)
+    ("layer_norm", layer_norm_unbiased, "_unbiased_variance", "divides the squared deviations by C − 1"),
+    ("block", block_without_the_ffn_residual, "_block_no_residual", "adds attention to the stream but not the FFN"),
+    ("make_batch", batch_with_targets(late=True), "_targets_late", "starts the targets one position late"),
+    ("make_batch", batch_with_targets(on_input=True), "_targets_on_input", "scores the input part too"),
+    ("make_batch", batch_with_targets(float_ids=True), "dtype", "torch.zeros(B, T) is float"),
+    ("position_ids", position_ids_from_zero, "_input_from_zero", "numbers the input bytes 0, 1, 2"),
+    ("position_ids", position_ids_restarting_at_every_tab, "_every_tab_restarts", "restarts the count at every TAB"),
+    ("ablate_head", ablate_rows, "_rows_not_columns", "zeroes rows of W_O"),
+    ("train_step", train_step_returning_a_float, "_step_returns_a_number", "has no .item()"),
+    ("byte_circle", lambda k: solutions.my_byte_circle(k).float(), "_table_dtype", "your table is float32"),
     ("model_forward", model_forward(final_norm=False), "_forward_no_final_norm", "leaves out the final norm"),
     ("model_forward", model_forward(positions=False), "_forward_positions", "pass positions=model.positions(ids)"),
     ("model_forward", model_forward(tied=True), "_forward_tied", "does not tie them"),
@@ -314,6 +381,13 @@ def test_no_reference_source_is_shown_before_its_exercise(notebook, name, index)
         assert "minitf.solutions" not in src, f"{notebook}: a solution is used before exercise {name}"
 
 
+def test_a_stable_softmax_through_logsumexp_passes():
+    """Any correct formulation is the learner's: log-sum-exp is not the softmax, only its denominator."""
+    def my_softmax(x):
+        return (x - torch.logsumexp(x, -1, keepdim=True)).exp()
+    assert workbook.run_check("softmax", my_softmax).startswith("✓")
+
+
 def test_passes_is_quiet_and_says_whether_a_function_passes(capsys):
     assert workbook.passes("rms_norm", solutions.my_rms_norm)
     assert not workbook.passes("rms_norm", solutions.my_layer_norm)
@@ -366,12 +440,13 @@ def test_an_embed_that_returns_float64_for_a_float32_table_is_refused():
 BY_HAND = ("byte_circle", "query", "tab_score", "value_rotation")  # notebook 12: numbers in, not tensors
 NUMBERS_OUT = ("lr_at", "train_loop")  # notebook 08: a rate, a history of numbers (not tensors)
 IN_PLACE = ("clip_gradients",)  # notebook 08: changes the gradients in place, returns nothing
+CLASSES = ("MyAttention", "MyBlock", "MyTransformer")  # notebook 08: classes, built and loaded by the check
 BPE = ("count_pairs", "merge", "train_merges", "encode", "decode")  # notebook 15: ids and bytes, no floats
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in ("causal_mask", "count_parameters",
                                                                 "make_batch", "position_ids", *BY_HAND,
-                                                                *NUMBERS_OUT, *IN_PLACE, *BPE)])
+                                                                *NUMBERS_OUT, *IN_PLACE, *CLASSES, *BPE)])
 def test_every_exercise_with_float_inputs_refuses_a_float64_result(name):
     def in_float64(*args):
         out = getattr(solutions, f"my_{name}")(*args)
@@ -522,3 +597,154 @@ def test_a_refused_piece_is_not_saved(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert out.startswith("my_layer_norm uses F.layer_norm") and "saved" not in out
     assert not list(tmp_path.iterdir())
+
+
+# --- the model as the learner's own modules (notebook 08): built, loaded by name, run ---------------
+
+def _subclass(name, **methods):
+    """The reference class with some methods replaced: a learner's class with one slip."""
+    return type(name, (getattr(solutions, name),), methods)
+
+
+def _attention_forward(merge_transpose=True, out=True):
+    def forward(self, x, cos, sin, need_weights=False):
+        B, T, C = x.shape
+        H, hd = self.n_heads, self.head_dim
+        q, k, v = self.qkv(x).split(H * hd, dim=-1)
+        q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))
+        q, k = self.rotate(q, cos, sin), self.rotate(k, cos, sin)
+        y, w = solutions.my_attention(q, k, v, minitf.causal_mask(T))
+        y = (y.transpose(1, 2) if merge_transpose else y).reshape(B, T, H * hd)
+        return (self.out(y) if out else y), w
+    return forward
+
+
+def _attention_init(frequencies_as="buffer", qkv_name="qkv", out_in_forward=False, linear_turned=False):
+    def __init__(self, config):
+        torch.nn.Module.__init__(self)
+        self.config, self.n_heads, self.head_dim = config, config.n_heads, config.head_dim
+        inner = config.n_heads * config.head_dim
+        qkv = torch.nn.Linear(3 * inner, config.d_model) if linear_turned else torch.nn.Linear(config.d_model, 3 * inner)
+        setattr(self, qkv_name, qkv)
+        if not out_in_forward:
+            self.out = torch.nn.Linear(inner, config.d_model)
+        theta = minitf.core.rope.config_frequencies(config)
+        if frequencies_as == "buffer":
+            self.register_buffer("inv_freq", theta)
+        else:
+            self.inv_freq = theta
+    return __init__
+
+
+def _forward_making_out(self, x, cos, sin, need_weights=False):
+    self.out = torch.nn.Linear(self.n_heads * self.head_dim, self.config.d_model)
+    return solutions.MyAttention.forward(self, x, cos, sin, need_weights)
+
+
+def _block_forward(residual=True, pre_always=False):
+    def forward(self, h, cos, sin, need_weights=False):
+        if self.pre_norm or pre_always:
+            a, w = self.attn(self.norm1(h), cos, sin, need_weights=True)
+            h = h + a if residual else a
+            f = self.ffn(self.norm2(h))
+            return (h + f if residual else f), w
+        a, w = self.attn(h, cos, sin, need_weights=True)
+        h = self.norm1(h + a if residual else a)
+        return self.norm2(h + self.ffn(h) if residual else self.ffn(h)), w
+    return forward
+
+
+def _untied_init(self, config):
+    solutions.MyTransformer.__init__(self, config)
+    if config.tie_embeddings:
+        self.head.weight = torch.nn.Parameter(self.embed.weight.detach().clone())
+
+
+def _forward_without_final_norm(self, ids):
+    h = self.embed(ids)
+    cos, sin = minitf.rope_angles(self.blocks[0].attn.inv_freq, ids.size(1), positions=self.positions(ids))
+    for block in self.blocks:
+        h, _ = block(h, cos, sin)
+    return self.head(h)
+
+
+CLASS_MISTAKES = [  # (exercise, the learner's class, diagnosis, words its feedback must say)
+    ("MyAttention", _subclass("MyAttention", __init__=_attention_init(frequencies_as="attribute")),
+     "_plain_tensor", "self.inv_freq is a plain tensor attribute"),
+    ("MyAttention", _subclass("MyAttention", __init__=_attention_init(qkv_name="W_qkv")),
+     "_state_dict_names", "minitf's state dict has qkv.weight (24, 8)"),
+    ("MyAttention", _subclass("MyAttention", __init__=_attention_init(out_in_forward=True),
+                              forward=_forward_making_out),
+     "_made_in_forward", "yours creates out.bias, out.weight in forward"),
+    ("MyAttention", _subclass("MyAttention", __init__=_attention_init(linear_turned=True)),
+     "_state_dict_shapes", "stores its weight as (out, in)"),
+    ("MyAttention", _subclass("MyAttention", forward=_attention_forward(merge_transpose=False)),
+     "_mha_merge", "without moving the head dimension back"),
+    ("MyAttention", _subclass("MyAttention", forward=_attention_forward(out=False)),
+     "_mha_no_out", "leaves out the output projection"),
+    ("MyBlock", _subclass("MyBlock", forward=_block_forward(residual=False)),
+     "_block_no_residual", "no residual connection"),
+    ("MyBlock", _subclass("MyBlock", forward=_block_forward(pre_always=True)),
+     "_block_norm_side", "where the other layout has them"),
+    ("MyTransformer", _subclass("MyTransformer", __init__=_untied_init), "_head_not_tied",
+     "this config ties them"),
+    ("MyTransformer", _subclass("MyTransformer", forward=_forward_without_final_norm),
+     "_forward_no_final_norm", "leaves out the final norm"),
+    ("MyTransformer", lambda config: solutions.MyTransformer(config), "_not_a_class", "not a class"),
+]
+
+
+@pytest.mark.parametrize("name, wrong, diagnosis, words", CLASS_MISTAKES,
+                         ids=[f"{m[0]}-{m[2]}" for m in CLASS_MISTAKES])
+def test_a_class_with_a_typical_mistake_gets_its_own_diagnosis(name, wrong, diagnosis, words):
+    with pytest.raises(minitf.ExerciseError) as info:
+        workbook.run_check(name, wrong)
+    assert diagnosis in info.value.diagnoses, str(info.value)
+    assert words in str(info.value), str(info.value)
+
+
+def test_a_class_whose_forward_returns_float64_is_refused_in_float32():
+    def forward(self, ids):
+        return solutions.MyTransformer.forward(self, ids).double()
+
+    with pytest.raises(minitf.ExerciseError) as info:
+        workbook.run_check("MyTransformer", _subclass("MyTransformer", forward=forward))
+    assert ", in float32 (" in str(info.value) and "dtype_changed" in info.value.diagnoses, str(info.value)
+
+
+def test_a_passed_class_is_saved_with_its_helpers_and_the_learners_file_builds_minitfs_model(
+        tmp_path, monkeypatch, capsys):
+    """The classes join my_parts/; model_file() writes the learner's file, whose MyTransformer, on
+    the same random state, starts with minitf's weights and computes its logits (08's config)."""
+    from minitf.course import learner_file
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path))
+    for name in CLASSES:
+        minitf.exercise(name, getattr(solutions, name))
+    assert capsys.readouterr().out.count("minitf.parts.model_file() puts it in your file") == 3
+    assert "class MyLayerNorm" in (tmp_path / "MyBlock.py").read_text()
+    text = minitf.parts.model_file().read_text()
+    assert text.index("def my_attention(") < text.index("class MyAttention") < text.index("class MyTransformer") \
+        < text.index("def my_train_step(")
+    config = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
+                           rope_base=20.0, position_ids="coupled", tie_embeddings=True)
+    torch.manual_seed(1)
+    yours = learner_file.my_model(config)
+    torch.manual_seed(1)
+    reference = minitf.Transformer(config)
+    assert [n for n, _ in yours.named_parameters()] == [n for n, _ in reference.named_parameters()]
+    assert all(torch.equal(a, b) for a, b in zip(yours.state_dict().values(), reference.state_dict().values()))
+    ids = torch.tensor([list(b"hello\tifmmp")])
+    with torch.no_grad():
+        assert torch.allclose(yours(ids), reference(ids), atol=1e-5)
+
+
+def test_a_class_written_in_a_cell_has_its_source_found():
+    """Jupyter's cells have no file inspect.getsource can read for a class: its methods' cell can."""
+    import linecache
+    from minitf.course.learner_file import class_source
+    cell = "<ipython-input-7>"
+    text = "x = 1\nclass MyLayerNorm(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+    linecache.cache[cell] = (len(text), None, text.splitlines(True), cell)
+    namespace = {"torch": torch, "__name__": "__main__"}
+    exec(compile(text, cell, "exec"), namespace)
+    assert class_source(namespace["MyLayerNorm"]).startswith("class MyLayerNorm(torch.nn.Module):")

@@ -4,7 +4,7 @@
 
 One page per notebook (nbconvert's HTML exporter, its lab template with every remote script taken
 out), the README as the front page, the README's course table as the navigation on every page, and
-the Markdown pages they link to (RECIPE.md, TROUBLESHOOTING.md, ...). The site works with no
+the Markdown pages they link to (docs/recipes.md, docs/troubleshooting.md, ...). The site works with no
 network, at build time and at view time:
 
 * MathJax comes from the `jupyter-server-mathjax` wheel (the `site` extra), copied into
@@ -41,11 +41,12 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 EXPLORER_ID = "minitf.views.explorer.ExplorerWidget"
 MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full,Safe"
 FRONT_PAGES = ("README.md",)  # the front page; pages it links to follow
+TROUBLESHOOTING = "docs/troubleshooting.md"  # linked from every page
 BANNER = ("A static page of the stored notebook: every output is as the notebook stores it, and "
           "nothing here runs. Sliders, buttons and text boxes need a running kernel: each widget shows "
           "its stored picture (the Explorer still answers a hover). To change anything, open the "
           "notebook in JupyterLab (<code>make lab</code>); see "
-          '<a href="TROUBLESHOOTING.html#stored-widgets-shown-as-pictures">Troubleshooting</a>.')
+          '<a href="docs_troubleshooting.html#stored-widgets-shown-as-pictures">Troubleshooting</a>.')
 # a row of the README's course map: notebook, what you learn, you write, and its minutes ("25 min",
 # "25 min (+10 optional)": an optional exercise's minutes beside the notebook's)
 COURSE_ROW = re.compile(r"^\| `(\d\d_\w+)` \| (.*?) \| ([^|]*?) \|(?: (\d+) min(?: \(\+(\d+) optional\))? \|)?\s*$",
@@ -152,7 +153,7 @@ def notebook_title(nb) -> str:
 
 def page_name(repo_path: str) -> str:
     """The site's file for a repository file: notebooks/02_rope.ipynb → 02_rope.html, README.md →
-    index.html, RECIPE.md → RECIPE.html, data/seed/README.md → data_seed_README.html."""
+    index.html, docs/recipes.md → docs_recipes.html, data/seed/README.md → data_seed_README.html."""
     if repo_path == "README.md":
         return "index.html"
     p = Path(repo_path)
@@ -260,7 +261,7 @@ def build(out: Path) -> dict:
     notebooks = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     nbs = {p: nbformat.read(p, as_version=4) for p in notebooks}
     markdown = []  # README, then every Markdown page reachable from it or from a notebook
-    todo = list(FRONT_PAGES) + ["TROUBLESHOOTING.md"] * (ROOT / "TROUBLESHOOTING.md").is_file()
+    todo = list(FRONT_PAGES) + [TROUBLESHOOTING] * (ROOT / TROUBLESHOOTING).is_file()
     for p, nb in nbs.items():
         for cell in nb.cells:
             if cell.cell_type == "markdown":

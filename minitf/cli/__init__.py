@@ -12,9 +12,10 @@ import shlex
 import sys
 
 from ..core.checkpoint import CheckpointError
+from ..core.config import Config
 from ..core.data import DataError
 from . import data_cmd, run_cmds, train_cmd
-from .checks import check_args
+from .checks import check_args, typed_flags
 from .messages import fail
 from .parser import parser, with_recipe
 from .recipe_flags import flag_words, recipe_expanded
@@ -56,6 +57,21 @@ def main(argv=None) -> int:
     return status
 
 
+def data_error(e: DataError, args) -> str:
+    """A bad pairs file in one line: its first bad line, the `data check` command that lists
+    every bad line by the same rule (the same max_len), and what else may help."""
+    lenient = hasattr(args, "skip_bad_lines")  # eval and train read leniently on request
+    reader = ", or --skip-bad-lines to read the good ones only" if lenient else ""
+    longest = f" --max-len {e.max_len}" if e.max_len not in (None, Config.max_len) else ""
+    message = (f"{e}; `python -m minitf data check {shlex.quote(e.path)}{longest}` lists every "
+               f"bad line{reader}")
+    if (getattr(args, "command", None) == "train" and e.bad == e.lines
+            and e.reason.startswith("not valid Base64")):  # no line is Base64: a text, most likely
+        message += (f". No line of it is Base64: if it is a text to learn from, train a language "
+                    f"model on it with --text {shlex.quote(e.path)}")
+    return message
+
+
 def run(argv: list[str]) -> int:
     try:
         args = parser().parse_args(argv)
@@ -73,16 +89,15 @@ def run(argv: list[str]) -> int:
     # how to make the same result again: flags that change nothing about it are left out
     args.command_line = shlex.join(["python", "-m", "minitf",
                                     *(a for a in words if a not in ("--force", "--no-progress"))])
+    if args.command == "train":
+        args.typed = typed_flags(argv)
     try:
         problem = check_args(args)
         if problem:
             return fail(problem)
         return run_command(args)
     except DataError as e:
-        lenient = hasattr(args, "skip_bad_lines")  # eval and train read leniently on request
-        reader = ", or --skip-bad-lines to read the good ones only" if lenient else ""
-        return fail(f"{e}; `python -m minitf data check {shlex.quote(e.path)}` lists every bad "
-                    f"line{reader}")
+        return fail(data_error(e, args))
     except (CheckpointError, FileExistsError, ValueError) as e:
         return fail(str(e))
     except BrokenPipeError:

@@ -7,6 +7,8 @@ import tempfile
 from pathlib import Path
 
 from .inputs import warn_if_pairs_file
+from .parser import parser
+from .recipe_flags import GENERATED_HELD_OUT, unused_settings
 from .settings import max_len
 
 
@@ -40,6 +42,57 @@ def dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
+def typed_flags(argv: list[str]) -> set[str]:
+    """The `train` settings (argparse dests) the command line itself gives: a recipe's own values
+    are not among them, so a check on what the user typed never refuses what a recipe set."""
+    dests = set(vars(parser().parse_args(["train", "--out", "-"]))) - {"command", "resumed"}
+    unset = object()
+    marked = vars(parser(dict.fromkeys(dests, unset)).parse_args(argv))
+    return {dest for dest in dests if marked.get(dest) is not unset}
+
+
+def ignored_problem(args) -> str | None:
+    """The flags the user typed that this run would silently ignore (unused_settings), named in
+    one line, or None. Only typed flags count (args.typed, from typed_flags): a recipe's values
+    never do."""
+    ignored = [d for d in unused_settings(args) if d in getattr(args, "typed", set())]
+    if not ignored:
+        return None
+    if "cooldown" in ignored:
+        return (f"--cooldown is the length of the wsd schedule's decay, and --schedule is "
+                f"{args.schedule}: give --schedule wsd, or leave out --cooldown")
+    flags = ["--" + d.replace("_", "-") for d in ignored]
+    flags = " and ".join([", ".join(flags[:-1]), flags[-1]] if len(flags) > 2 else flags)
+    one = len(ignored) == 1
+    if args.text:
+        return (f"{flags} {'is' if one else 'are'} for pairs, and --text trains a language model "
+                f"on a text (validated on its last 10 %): leave out {flags}")
+    if args.val and set(ignored) <= set(GENERATED_HELD_OUT):
+        return (f"{flags} {'shapes' if one else 'shape'} generated held-out pairs, and --val "
+                f"{args.val} gives them: leave out {flags}")
+    return (f"{flags} {'shapes' if one else 'shape'} generated pairs, and --train {args.train} "
+            f"trains on that file's pairs: leave out {flags}")
+
+
+def heads_problem(d_model: int, n_heads: int) -> str | None:
+    """Why --d-model cannot be split into --n-heads heads, in the flags the command line has
+    (it has no --head-dim: each head is d_model / n_heads wide, and RoPE, which rotates pairs of
+    dimensions, needs that width even), or None."""
+    step = 2 * n_heads
+    if d_model % step == 0:
+        return None
+    width = (f"d_model / n_heads = {d_model} / {n_heads} is not a whole number"
+             if d_model % n_heads else f"each head would be {d_model // n_heads} wide, an odd width")
+    lower = d_model // step * step
+    sizes = " or ".join(f"--d-model {d}" for d in (lower, lower + step) if d > 0)
+    heads = [n for n in range(1, d_model // 2 + 1) if d_model % (2 * n) == 0]
+    other = (f", or --n-heads {' or '.join(map(str, heads[-3:]))} with --d-model {d_model}"
+             if heads else "")
+    return (f"--d-model {d_model} and --n-heads {n_heads}: {width}, and each head needs an even "
+            f"width (RoPE rotates pairs of dimensions): give {sizes} (a multiple of 2 × "
+            f"--n-heads){other}")
+
+
 def check_args(args) -> str | None:
     """What is wrong with the flags given, or None: numbers out of range and flags that would be
     silently ignored, found before any work (a bad value halfway through a run would be a traceback
@@ -50,6 +103,9 @@ def check_args(args) -> str | None:
         if value is not None and value < 1:
             return f"{flag} must be a whole number >= 1 ({meaning}), got {value}"
     if command == "train":
+        problem = heads_problem(args.d_model, args.n_heads)
+        if problem:
+            return problem
         if not (math.isfinite(args.lr) and args.lr > 0):
             return f"--lr must be a number > 0 (the peak learning rate), got {args.lr}"
         if args.warmup is not None and args.warmup < 0:
@@ -103,8 +159,16 @@ def check_args(args) -> str | None:
             return "--tokenizer is for --text's language model; pairs are bytes"
         if getattr(args, "tokenizer", None) and args.trainer == "lightning":
             return "--tokenizer is for --trainer minitf"
+        problem = ignored_problem(args)
+        if problem:
+            return problem
         if args.text:
             warn_if_pairs_file(args.text)
+    if command == "data make":
+        out = Path(args.out)
+        if out.is_dir():
+            return f"--out {out} is a folder; give the pairs file's name, e.g. {out / 'pairs.txt'}"
+        return folder_problem(out)
     if command == "eval":
         if args.text and args.data:
             return (f"give a pairs file ({args.data}) or --text FILE ({args.text}), not both: "
@@ -124,6 +188,13 @@ def out_problem(args) -> str | None:
     own = args.resume and out.exists() and out.samefile(args.resume)  # a resumed run's own file
     if out.exists() and not (args.force or own):
         return f"{out} exists; pass --force to replace it"
+    return folder_problem(out)
+
+
+def folder_problem(out: Path) -> str | None:
+    """What stops a file from being written at --out because of its folder, or None: train and
+    data make refuse a folder that is not there rather than create it (a typo would otherwise
+    make a tree of folders, as root even at the top of the file system)."""
     folder = out.parent
     if not folder.exists():
         return f"--out {out}: the folder {folder} does not exist (create it first)"

@@ -6,6 +6,7 @@ import math
 import sys
 
 from ..core.data import iter_pairs, read_pairs, write_pairs
+from ..core.words import plural
 from .messages import fail
 
 
@@ -31,7 +32,7 @@ def make_estimate(n: int, min_len: int, max_len: int) -> str:
     memory = sum(100 + k for k in lengths) / len(lengths)  # an input kept in a set: ~100 B + bytes
     seconds = n * 5e-6  # 4-6 µs a pair, measured on the course's busy 2-core CPU (10M: 40 s, 1 GB)
     return (f"about {n * line / 1e9:.1f} GB of file, {n * memory / 1e9:.1f} GB of memory (every "
-            f"input is kept to make them distinct) and {seconds / 60:.0f} minutes")
+            f"input is kept to make them distinct) and {plural(round(seconds / 60), 'minute')}")
 
 
 def cmd_data_make(args) -> int:
@@ -53,5 +54,5 @@ def cmd_data_make(args) -> int:
         print(f"minitf: interrupted (Ctrl-C); {args.out} was not written (a pairs file is written "
               "whole or not at all)", file=sys.stderr)
         return 130
-    print(f"wrote {args.n} {args.task} pairs (seed {args.seed}) to {args.out}")
+    print(f"wrote {plural(args.n, args.task + ' pair')} (seed {args.seed}) to {args.out}")
     return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 
 from ..core.data import parse_line, read_pairs
+from ..core.words import plural
 from .messages import warn
 
 
@@ -38,10 +39,11 @@ def read_pairs_arg(path, args, max_len: int | None = None, flag: str | None = No
     report = pairs.report
     check = f"python -m minitf data check {shlex.quote(str(path))}"
     if not pairs:
-        raise ValueError(f"{named}: none of its {report.lines} lines is a pair (`{check}` says why)")
+        lines = "its one line is not" if report.lines == 1 else f"none of its {report.lines} lines is"
+        raise ValueError(f"{named}: {lines} a pair (`{check}` says why)")
     if report.skipped:
-        warn(f"{path}: skipped {len(report.skipped)} bad lines of {report.lines} and read "
-             f"{report.pairs} pairs (--skip-bad-lines; `{check}` lists them)")
+        warn(f"{path}: skipped {plural(len(report.skipped), 'bad line')} of {report.lines} and "
+             f"read {plural(report.pairs, 'pair')} (--skip-bad-lines; `{check}` lists them)")
     return pairs
 
 

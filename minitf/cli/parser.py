@@ -7,12 +7,12 @@ import textwrap
 
 from .. import __version__
 from ..core import recipes
-from ..core.config import PRESETS
+from ..core.config import PRESETS, Config
 from ..core.data import TASKS
 from ..core.devices import CHOICES as DEVICES
 from ..core.train import DEFAULT_STEPS, SCHEDULES
 from .data_cmd import MAX_PAIRS, PROGRESS_FROM
-from .recipe_flags import flag_words, recipe_expanded, recipes_help
+from .recipe_flags import flag_words, recipe_expanded, recipes_help, unused_settings
 from .run_cmds import MAX_NEW_TEXT
 
 # the top-level --help's description
@@ -37,6 +37,26 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"minitf: error: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, rest = super().parse_known_args(args, namespace)
+        vars(namespace).pop(OnOrOff.MEMORY, None)  # the arguments are what was asked, only
+        return namespace, rest
+
+
+class OnOrOff(argparse.BooleanOptionalAction):
+    """--x and --no-x; given both on one command line they contradict each other, and argparse
+    would silently take the last: refused instead, naming both."""
+
+    MEMORY = "switches_given"  # what the parse has seen, dropped once it ends (Parser)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        said = vars(namespace).setdefault(self.MEMORY, {})
+        earlier = said.get(self.dest)
+        if earlier and earlier != option_string:
+            parser.error(f"{earlier} and {option_string} say opposite things: give one of them")
+        said[self.dest] = option_string
+        super().__call__(parser, namespace, values, option_string)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -66,7 +86,9 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     c = data.add_parser("check", help="report every bad line as FILE:LINE: reason (exit 1 if any)",
                         **kw)
     c.add_argument("files", nargs="+", metavar="FILE", help="pairs files")
-    c.add_argument("--max-len", type=int, default=None, help="also flag pairs longer than this")
+    c.add_argument("--max-len", type=int, default=Config.max_len,
+                   help="flag pairs longer than a model of this max_len reads (default: %(default)s, "
+                   "train's)")
     m = data.add_parser("make", help="generate a task's pairs into a file", **kw)
     m.add_argument("--task", choices=sorted(TASKS), default="shift",
                    help="the rule from input to output")
@@ -140,7 +162,7 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
     t.add_argument("--no-bias", action="store_true", help="linear layers without biases")
     t.add_argument("--ffn-gate", action="store_true",
                    help="gated FFN: down(act(up x) * gate x); SwiGLU with --activation silu")
-    t.add_argument("--qk-norm", action=argparse.BooleanOptionalAction, default=False,
+    t.add_argument("--qk-norm", action=OnOrOff, default=False,
                    help="RMSNorm on each head's q and k (--no-qk-norm: none, where a recipe has it)")
     t.add_argument("--logit-softcap", type=float, default=None, metavar="C",
                    help="logits = C·tanh(logits/C)")
@@ -270,6 +292,12 @@ def with_recipe(name: str, argv: list[str]):
         if setting in defaults and setting not in given and getattr(args, choice) != value:
             setattr(args, setting, None)
             given.add(setting)
+    # a recipe setting this run ignores (its generated pairs' under --train, say) is not written
+    # out: the recorded command, typed again, must not be refused for it (cli.checks)
+    plain = vars(parser().parse_args(["train", "--out", "-"]))
+    for setting in set(unused_settings(args)) & set(defaults) - given:
+        setattr(args, setting, plain[setting])
+        given.add(setting)
     start = argv.index("train") + 1
     return args, [*argv[:start], *recipe_expanded(name, argv[start:], given)]
 

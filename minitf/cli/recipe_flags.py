@@ -21,6 +21,28 @@ def flag_words(values: dict) -> list[str]:
     return words
 
 
+# train settings that shape generated pairs: a run on a text, or on a pairs file, ignores them
+GENERATED_TRAINING = ("task", "n_train", "repeats", "pair_len")
+GENERATED_HELD_OUT = ("n_val", "val_repeats")
+
+
+def unused_settings(args) -> list[str]:
+    """The `train` settings (argparse dests) this run would ignore, whatever their values: the
+    generated pairs' settings with --text or --train (held-out ones too with --val), and the wsd
+    schedule's --cooldown under another schedule. Typed on the command line they are refused
+    (cli.checks); a recipe's own are left out of the command the run records."""
+    unused = []
+    if args.text:
+        unused += [*GENERATED_TRAINING, *GENERATED_HELD_OUT]
+    elif args.train:
+        unused += [*GENERATED_TRAINING, "val_repeats", *(["n_val"] if args.val else [])]
+    elif args.val:
+        unused += GENERATED_HELD_OUT
+    if args.schedule != "wsd":
+        unused.append("cooldown")
+    return unused
+
+
 def recipes_help() -> str:
     """The recipes as `train --help` lists them: each one's description and its flags."""
     lines = ["recipes (--recipe NAME; flags given on the command line override the recipe's):"]

@@ -13,12 +13,13 @@ from ..core.checkpoint import load
 from ..core.devices import pick_device
 from ..core.evaluate import evaluate, exact_match_by_length
 from ..core.bpe import BPE
-from ..core.generate import (check_sampling, continue_ids, generate, generate_text, pair_prompt,
-                             picker, seeded, text_prompt)
+from ..core.generate import (PAIRS_MAX_NEW, check_sampling, continue_ids, generate, generate_text,
+                             pair_prompt, picker, seeded, text_prompt)
 from ..core.model import count_parameters
 from ..core.text import evaluate_text, read_text, text_baselines
+from ..core.words import plural
 from .inputs import model_kind, read_pairs_arg, warn_if_pairs_file
-from .messages import fail
+from .messages import fail, warn
 
 
 def use_threads(args) -> None:
@@ -106,10 +107,53 @@ def max_new_problem(max_new: int | None, model, lm: bool) -> str | None:
     return None
 
 
+def cut_short(text: str, answer: bytes, model, max_new: int | None) -> str | None:
+    """Why a pairs model's output ended without its end marker, or None when it ended on it: the
+    sequence (input, TAB, output) reached the model's max_len, or the output reached --max-new."""
+    room = model.config.max_len - len(pair_prompt(model, text))
+    limit = PAIRS_MAX_NEW if max_new is None else max_new
+    said = f"{text!r}: the output stopped after {plural(len(answer), 'byte')}, before its end marker"
+    if len(answer) >= room and room <= limit:
+        return (f"{said}, at the model's max_len {model.config.max_len} (input, TAB and output "
+                "must fit in it): it may be cut short; a shorter input leaves more room")
+    if len(answer) >= limit:
+        given = "--max-new" if max_new is not None else "the default --max-new"
+        return f"{said}, at {given} {limit}: it may go on (give --max-new up to {room})"
+    return None
+
+
+class Utf8Printer:
+    """Bytes printed as UTF-8 text as they come: a character split over several bytes is printed
+    once it is whole; a byte that can begin no character shows as \\xNN (a byte-level model may
+    write any byte). A text that ends inside a character (cut by --max-new or max_len) is not
+    shown as escapes: those bytes are held back, and `end` returns them."""
+
+    def __init__(self, out):
+        self.out = out
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
+
+    def write(self, data: bytes) -> None:
+        self.out.write(self.decoder.decode(data))
+
+    def end(self) -> bytes:
+        """End the text: the bytes of an unfinished last character, left out (b"" if none)."""
+        pending = self.decoder.getstate()[0]
+        self.decoder.reset()
+        return pending
+
+
+def held_back_note(pending: bytes) -> str:
+    """What the note on stderr says of a text that ended inside a UTF-8 character."""
+    return (f"the text ended inside a UTF-8 character: its first {plural(len(pending), 'byte')} "
+            f"({pending.hex(' ')}) are left out, since they print as no character")
+
+
 def cmd_generate(args) -> int:
     """Each input's output, printed as it is made: a language model's text byte by byte, a pairs
     model's outputs line by line. Every input is checked before anything is printed. Ctrl-C keeps
-    what was printed, ends the line and exits 130."""
+    what was printed, ends the line and exits 130. A pairs output that ends without its end
+    marker (at max_len, or at --max-new) gets a warning on stderr; so does a text that ends inside
+    a UTF-8 character, whose unfinished bytes are left out rather than shown as escapes."""
     use_threads(args)
     model = load(args.checkpoint).to(pick_device(args.device))
     lm = model_kind(model) == "text"  # a language model continues each prompt
@@ -127,12 +171,12 @@ def cmd_generate(args) -> int:
         else:
             pair_prompt(model, text)
     out = sys.stdout
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="backslashreplace")
+    printer = Utf8Printer(out)
     written = 0
 
     def show(byte: int) -> None:
         nonlocal written
-        out.write(decoder.decode(bytes([byte])))
+        printer.write(bytes([byte]))
         out.flush()
         written += 1
 
@@ -140,9 +184,16 @@ def cmd_generate(args) -> int:
     if tokenizer is not None:  # a BPE model: prompt encoded, each new token shown as its bytes
         def show(token: int) -> None:
             nonlocal written
-            out.write(decoder.decode(tokenizer.vocab[token]))
+            printer.write(tokenizer.vocab[token])
             out.flush()
             written += len(tokenizer.vocab[token])
+
+    def end_line() -> None:
+        pending = printer.end()
+        out.write("\n")
+        out.flush()
+        if pending:
+            warn(held_back_note(pending))
 
     try:
         for text in args.text:
@@ -151,21 +202,22 @@ def cmd_generate(args) -> int:
                 pick = picker(temperature, args.top_k, args.top_p, seeded(args.seed))
                 continue_ids(model, tokenizer.encode(text), 200 if args.max_new is None
                              else args.max_new, pick, on_byte=show)
-                out.write(decoder.decode(b"", final=True) + "\n")
             elif lm:
                 out.write(text)
                 generate_text(model, text, **sampling, on_byte=show)
-                out.write(decoder.decode(b"", final=True) + "\n")
             else:
                 answer = generate(model, text, **sampling)
-                out.write(f"{text}\t{answer.decode('utf-8', errors='backslashreplace')}\n")
+                out.write(f"{text}\t")
+                printer.write(answer)
                 written += len(answer)
-            out.flush()
+                why = cut_short(text, answer, model, args.max_new)
+                if why:
+                    warn(why)
+            end_line()
     except KeyboardInterrupt:
-        out.write(decoder.decode(b"", final=True) + "\n")
-        out.flush()
-        print(f"minitf: interrupted (Ctrl-C); the {written:,} bytes generated so far are printed "
-              "above", file=sys.stderr)
+        end_line()
+        print(f"minitf: interrupted (Ctrl-C); the {plural(written, 'byte', sep=True)} generated so "
+              f"far {'is' if written == 1 else 'are'} printed above", file=sys.stderr)
         return 130
     return 0
 
@@ -202,10 +254,12 @@ def cmd_info(args) -> int:
     curve = meta.pop("val_curve", None)
     if isinstance(curve, list) and curve:
         steps = ", ".join(str(v.get("step")) for v in curve[:8]) + (" …" if len(curve) > 8 else "")
-        rows.append(("val curve", f"{len(curve)} validations, at steps {steps}"))
+        rows.append(("val curve", f"{plural(len(curve), 'validation')}, at "
+                     f"{'step' if len(curve) == 1 else 'steps'} {steps}"))
     losses, every = meta.pop("loss_curve", None), meta.pop("loss_curve_every", None)
     if isinstance(losses, list) and losses:
-        rows.append(("loss curve", f"{len(losses)} means of {every or '?'} steps: "
+        rows.append(("loss curve", f"{plural(len(losses), 'mean')} of "
+                     f"{plural(every, 'step') if every else '? steps'}: "
                      f"{format_number(losses[0])} first, {format_number(losses[-1])} last"))
     rows += [(key, json.dumps(value) if isinstance(value, (dict, list)) else str(value))
              for key, value in meta.items()]
@@ -226,11 +280,11 @@ def steps_reached(meta: dict) -> str | None:
     reached = trained if trained is not None else step
     if planned is None or reached is None or reached >= planned:
         known = planned if planned is not None else reached
-        return None if known is None else f"{known} steps"
+        return None if known is None else plural(known, "step")
     why = ("interrupted" if meta.get("interrupted") else
            f"reached --target-exact {meta['target_exact']}" if "target_exact" in meta else
            "saved part-way" if "saved_every" in meta else "stopped early")
-    return f"{reached} of {planned} planned steps ({why})"
+    return f"{reached} of {plural(planned, 'planned step')} ({why})"
 
 
 def format_number(v) -> str:

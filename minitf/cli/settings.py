@@ -6,6 +6,7 @@ import random
 
 from ..core.config import PRESETS, Config
 from ..core.data import make_splits
+from ..core.words import plural
 from .inputs import read_pairs_arg
 from .parser import DEFAULT_CONTEXT, parser
 
@@ -37,10 +38,11 @@ def config_from_args(args) -> Config:
 
 
 def max_len(args) -> int:
-    """--max-len, else the text's --context (a language model reads windows of that length) or 128."""
+    """--max-len, else the text's --context (a language model reads windows of that length) or
+    Config's 128 (which `data check` checks against too)."""
     if args.max_len:
         return args.max_len
-    return text_context(args) if getattr(args, "text", None) else 128
+    return text_context(args) if getattr(args, "text", None) else Config.max_len
 
 
 def text_context(args) -> int:
@@ -99,8 +101,8 @@ def validated_on(args, val_pairs) -> str | None:
     if not val_pairs:
         return None
     if args.val:
-        return f"{len(val_pairs)} pairs of {args.val}"
+        return f"{plural(len(val_pairs), 'pair')} of {args.val}"
     if args.train:
-        return (f"{len(val_pairs)} pairs held out of {args.train} (1 input in {HELD_OUT_SHARE}, "
+        return (f"{plural(len(val_pairs), 'pair')} held out of {args.train} (1 input in {HELD_OUT_SHARE}, "
                 f"at most --n-val {args.n_val}, drawn with --seed {args.seed}; not trained on)")
-    return f"{len(val_pairs)} generated {args.task} pairs with inputs not trained on"
+    return f"{plural(len(val_pairs), 'generated ' + args.task + ' pair')} with inputs not trained on"

@@ -12,6 +12,7 @@ from ..core.devices import pick_device
 from ..core.model import Transformer, count_parameters
 from ..core.text import read_text, train_tokenizer
 from ..core.train import train
+from ..core.words import plural
 from .checks import LIGHTNING_KEEPS_ITS_OWN, out_problem, target_problem
 from .messages import fail
 from .parser import DEFAULT_CONTEXT, DEFAULT_WARMUP, parser
@@ -68,7 +69,7 @@ def cmd_train(args) -> int:
                      f"validation bytes, windows of {args.context}")
     else:
         train_data, val_data = train_val_pairs(args, max_len=config.max_len)
-        described = (f"{len(train_data)} training pairs "
+        described = (f"{plural(len(train_data), 'training pair')} "
                      f"({'from ' + args.train if args.train else f'generated {args.task}'})")
     args.validated_on = validated_on(args, val_data)
     described += f"; validating on {args.validated_on or 'nothing (--n-val 0)'}"
@@ -78,6 +79,8 @@ def cmd_train(args) -> int:
         if hist is None:
             return 0  # a DDP process other than the first: the first one reports and saves
         save_run(model, args, hist, run)
+        for v in hist.val:  # Lightning's run: its validations once it ends
+            print(validation_line(v))
     else:
         # resumed: the weights reached; new: initialised on the CPU (the same whatever the device)
         model = load(args.resume) if state else Transformer(config)
@@ -88,13 +91,6 @@ def cmd_train(args) -> int:
                   f"saved {args.out}; resume with: python -m minitf train --resume "
                   f"{shlex.quote(args.out)} --out {shlex.quote(args.out)}")
             return 128 + stopped_by
-    for v in hist.val:
-        if args.text:
-            print(f"step {v['step']:6d}  val loss {v['loss']:.4f} nats/byte  "
-                  f"{v['bits_per_byte']:.4f} bits/byte")
-        else:
-            print(f"step {v['step']:6d}  val loss {v['loss']:.4f}  char acc {v['char_accuracy']:.4f}  "
-                  f"exact {v['exact_match']:.4f}")
     final = hist.last_val()
     if args.target_exact is not None:
         print(f"exact match {final['exact_match']:.4f} "
@@ -103,7 +99,8 @@ def cmd_train(args) -> int:
     done = len(hist.loss) if args.target_exact is not None else args.steps
     resumed = f" (resumed at step {state['step']})" if state else ""
     unchecked = "; no validation (--n-val 0)" if final is None else ""
-    print(f"trained {done} steps in {hist.seconds:.1f} s{resumed}{unchecked}; saved {args.out}")
+    print(f"trained {plural(done, 'step')} in {hist.seconds:.1f} s{resumed}{unchecked}; "
+          f"saved {args.out}")
     return 0
 
 
@@ -116,8 +113,10 @@ def train_with_minitf(args, model, device, train_data, val_data, described, stat
     resuming = f"; resuming {args.resume} at step {state['step']} of {args.steps}" if state else ""
     print(f"model: {count_parameters(model):,} parameters{on}, {described}{resuming}")
     run = {} if device.type == "cpu" else {"device": str(device)}
+    shown = ShownValidations(state["history"]["val"] if state else [])
 
-    def save_every(history):
+    def after_step(history):
+        shown(history)  # each validation as soon as it is made
         if args.save_every and history.step % args.save_every == 0 and history.step < args.steps:
             save_run(model, args, history, run, partial={"saved_every": args.save_every})
 
@@ -126,14 +125,45 @@ def train_with_minitf(args, model, device, train_data, val_data, described, stat
                      lr=args.lr, weight_decay=args.weight_decay, warmup=args.warmup, seed=args.seed,
                      eval_every=args.eval_every,
                      progress=not args.no_progress, stop_when=target_reached(args),
-                     resume=state, after_step=save_every, should_stop=stop,
+                     resume=state, after_step=after_step, should_stop=stop,
                      optimizer=optimizer_from_args(args, model),
                      schedule=args.schedule, cooldown=args.cooldown)
+        shown(hist)  # the one a --target-exact stop ends on comes after the last after_step
         if hist.interrupted:
             save_run(model, args, hist, run, partial={"interrupted": True, "signal": stop.signal.name})
             return hist, run, stop.signal
         save_run(model, args, hist, run)
     return hist, run, None
+
+
+def validation_line(v: dict) -> str:
+    """One validation as train prints it: the held-out loss, and for pairs the accuracies."""
+    if "bits_per_byte" in v:
+        return (f"step {v['step']:6d}  val loss {v['loss']:.4f} nats/byte  "
+                f"{v['bits_per_byte']:.4f} bits/byte")
+    return (f"step {v['step']:6d}  val loss {v['loss']:.4f}  char acc {v['char_accuracy']:.4f}  "
+            f"exact {v['exact_match']:.4f}")
+
+
+class ShownValidations:
+    """Prints each validation of a run once, as soon as it is made (not all at the end, where a
+    --no-progress run would be silent until then and a stopped one would show none). Under the
+    progress bar the line goes through tqdm.write, which prints it above the bar and redraws the
+    bar below; without a bar tqdm.write is a plain print. A resumed run first shows the
+    validations it had made before it stopped."""
+
+    def __init__(self, earlier: list):
+        self.count = 0
+        self.show(earlier)
+
+    def show(self, validations: list) -> None:
+        from tqdm.auto import tqdm
+        for v in validations[self.count:]:
+            tqdm.write(validation_line(v))
+        self.count = max(self.count, len(validations))
+
+    def __call__(self, history) -> None:
+        self.show(history.val)
 
 
 def optimizer_from_args(args, model):

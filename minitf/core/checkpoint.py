@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pickle
 import re
+import warnings
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from .config import Config
 from .data import Pair, make_pairs, make_splits
 from .files import atomic_write
 from .model import Transformer
+from .words import plural
 
 FORMAT = "minitf-checkpoint-1"
 
@@ -72,7 +75,7 @@ def describe(metadata: dict) -> str:
         lines.append(f"trained by: {metadata['command']}")
     run = []
     if "steps" in metadata:
-        run.append(f"{metadata['steps']:,} steps")
+        run.append(plural(metadata["steps"], "step", sep=True))
     if "seed" in metadata:
         run.append(f"random seed {metadata['seed']}")
     if "lr" in metadata:
@@ -87,10 +90,11 @@ def describe(metadata: dict) -> str:
         lines.append(_scores(metadata["val"]))
     if "validated_on" in metadata:
         lines.append(f"validated on {metadata['validated_on']}")
-    curves = [f"validation every {metadata['val_curve'][0]['step']:,} steps ({len(metadata['val_curve'])} points)"
-              if metadata.get("val_curve") else "",
-              f"training loss in means of {metadata['loss_curve_every']} steps ({len(metadata['loss_curve'])} points)"
-              if metadata.get("loss_curve") else ""]
+    val_curve, loss_curve = metadata.get("val_curve"), metadata.get("loss_curve")
+    curves = [f"validation every {plural(val_curve[0]['step'], 'step', sep=True)} "
+              f"({plural(len(val_curve), 'point')})" if val_curve else "",
+              f"training loss in means of {plural(metadata['loss_curve_every'], 'step')} "
+              f"({plural(len(loss_curve), 'point')})" if loss_curve else ""]
     if any(curves):
         lines.append("curves: " + "; ".join(c for c in curves if c))
     return "\n".join(lines) or "no training record in this checkpoint"
@@ -115,23 +119,98 @@ def refusal(path, detail: str) -> str:
             "as untrusted; make checkpoints with minitf.save or `python -m minitf train`.")
 
 
+ZIP_START = b"PK\x03\x04"  # how every file torch.save writes begins (a zip archive)
+OLD_TORCH_START = b"\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19"  # before torch 1.6
+UNREADABLE = "not a readable checkpoint"
+
+
+def why_unreadable(path: Path) -> str:
+    """What is wrong with a file torch.load could not read, in words and in one line, judged
+    from the file itself (torch's own reasons name its zip reader's internals: "failed finding
+    central directory", "Unsupported operand 194", "[Errno 22] Invalid argument", EOFError)."""
+    size = path.stat().st_size
+    if size == 0:
+        return (f"{path}: {UNREADABLE}: the file is empty (0 bytes); was it copied or "
+                "downloaded while still being written?")
+    with open(path, "rb") as f:
+        head = f.read(256)
+    cut = (f"{path}: {UNREADABLE}: truncated: it begins as every checkpoint does (a zip archive, "
+           f"as torch.save writes) but its end is missing (only {plural(size, 'byte', sep=True)}); "
+           "the copy or "
+           "download was cut short, or the disk filled up: copy it again, or save it again")
+    if ZIP_START.startswith(head[:4]) and size < 4:
+        return cut
+    if head.startswith(ZIP_START):
+        if not zipfile.is_zipfile(path):  # the archive's index, at its end, is not there
+            return cut
+        with zipfile.ZipFile(path) as archive:
+            if not any(name.split("/")[-1] == "data.pkl" for name in archive.namelist()):
+                return (f"{path}: {UNREADABLE}: a zip archive, but not one torch.save wrote "
+                        "(it holds no data.pkl)")
+            broken = archive.testzip()
+        if broken:
+            return (f"{path}: {UNREADABLE}: damaged: a part of it does not match its checksum "
+                    "(a bad copy or disk): copy it again, or save it again")
+        return (f"{path}: {UNREADABLE}: damaged, or written by a torch that this one cannot read "
+                f"(torch {torch.__version__} read its archive but not what is inside)")
+    if head.startswith(OLD_TORCH_START):
+        return (f"{path}: {UNREADABLE}: a file in torch's old format (before torch 1.6), cut "
+                "short or damaged; minitf never writes that format")
+    if head[:1] == b"\x80":
+        return f"{path}: {UNREADABLE}: a Python pickle, not a file torch.save writes"
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:  # maybe a character cut at byte 256: judge the bytes before it
+        text = head[:-4].decode("utf-8", errors="replace")
+    if text and "\ufffd" not in text and all(c.isprintable() or c in "\t\r\n" for c in text):
+        first = " ".join(text.split())[:40]
+        return (f"{path}: {UNREADABLE}: a text file (it begins {first!r}), not a checkpoint; "
+                "a checkpoint is what `python -m minitf train` or minitf.save writes")
+    return (f"{path}: {UNREADABLE}: its bytes are not a file torch.save writes (a checkpoint is "
+            f"a zip archive, beginning with the bytes 'PK'; this one begins with {head[:4]!r})")
+
+
+def foreign(path, payload) -> str:
+    """Why a file torch.load read is not a minitf checkpoint, in words: what it holds instead."""
+    if isinstance(payload, dict) and payload and all(isinstance(v, torch.Tensor)
+                                                     for v in payload.values()):
+        return (f"{path}: not a minitf checkpoint: it holds a bare state_dict "
+                f"({plural(len(payload), 'tensor')}, no config): load it into a module built to match, "
+                "module.load_state_dict(torch.load(path))")
+    if isinstance(payload, dict):
+        keys = ", ".join(map(repr, list(payload)[:6])) + (" …" if len(payload) > 6 else "")
+        holds = f"a dict with the keys {keys}" if payload else "an empty dict"
+    else:
+        holds = f"a {type(payload).__name__}"
+    return (f"{path}: not a minitf checkpoint: torch.save wrote it, but it holds {holds}; a minitf "
+            f"checkpoint is a dict of format {FORMAT!r} with its config, state_dict and metadata")
+
+
 def read(path) -> dict:
     """The checkpoint's contents (format, config, state_dict, metadata, maybe train_state), read
-    with weights_only=True; CheckpointError says why a file is not one."""
+    with weights_only=True; CheckpointError says why a file is not one, in words: empty,
+    truncated, damaged, a text or other file that is no checkpoint, or a torch file not minitf's."""
     path = Path(path)
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
+        with warnings.catch_warnings(record=True) as said:  # a foreign file's warnings: noise
+            warnings.simplefilter("always")
+            payload = torch.load(path, map_location="cpu", weights_only=True)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except pickle.UnpicklingError as e:
         detail = unpickling_detail(str(e))
         if "GLOBAL" in detail:  # the file asks to import and call something: code, not data
             raise CheckpointError(refusal(path, detail)) from None
-        raise CheckpointError(f"{path}: not a readable checkpoint ({detail})") from None
-    except Exception as e:
-        raise CheckpointError(f"{path}: not a readable checkpoint ({type(e).__name__}: {e})") from None
+        raise CheckpointError(why_unreadable(path)) from None
+    except Exception:
+        raise CheckpointError(why_unreadable(path)) from None
+    for w in said:  # a file that loaded: its warnings are worth seeing
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: not a minitf checkpoint (expected format {FORMAT!r})")
+        raise CheckpointError(foreign(path, payload))
+    missing = [key for key in ("state_dict",) if not isinstance(payload.get(key), dict)]
+    if missing:
+        raise CheckpointError(f"{path}: damaged: a minitf checkpoint without its {missing[0]}")
     return payload
 
 

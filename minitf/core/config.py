@@ -9,7 +9,8 @@ place reaches attention), `Ablations` (parts switched off to measure what they b
 
 Each group's field is also a keyword of `Config` itself: `Config(causal=False)` is
 `Config(ablations=Ablations(causal=False))`, so every call and saved dict written before the groups
-still builds the same model. `to_dict()` and the repr write that flat form.
+still builds the same model. `to_dict()` and the repr write that flat form, each option that
+differs from its default included.
 """
 from __future__ import annotations
 
@@ -132,8 +133,9 @@ class ModernBlock:
 GROUPS = {"positions": Positions, "ablations": Ablations, "modern_block": ModernBlock}
 # which group holds each variant, by the variant's own name: Config's flat keywords
 GROUP_OF = {f.name: group for group, cls in GROUPS.items() for f in fields(cls)}
-# what to_dict leaves out at these values, and the repr always: options added after configs were
-# saved, so every config saved before them reads and prints as it did
+# what to_dict and the repr leave out at these values (and only there): options added after configs
+# were saved, so every config saved before them reads and prints as it did, while a config that
+# sets one (bias=False, qk_norm=True, …) prints it
 LEFT_OUT_AT = {"position_offset": 0, **asdict(ModernBlock())}
 
 
@@ -273,8 +275,9 @@ class Config:
         return cls(**d)
 
     def __repr__(self) -> str:
-        shown = (f"{k}={v!r}" for k, v in self.flat().items() if k not in LEFT_OUT_AT)
-        return f"Config({', '.join(shown)})"
+        """The call that rebuilds this config, in to_dict's flat form: two configs that differ print
+        differently, and one without the later options prints as it always did."""
+        return f"Config({', '.join(f'{k}={v!r}' for k, v in self.to_dict().items())})"
 
 
 # The "modern" preset (Config.modern, `train --preset modern`): the LLaMA block with QK-norm.

@@ -17,6 +17,7 @@ import torch
 
 from .files import atomic_write
 from .tokens import EOS, IGNORE, PAD, TAB, show, to_bytes
+from .words import plural
 
 
 class DataError(ValueError):
@@ -24,12 +25,14 @@ class DataError(ValueError):
     the whole file was read) how many of its lines are bad."""
 
     def __init__(self, path, line: int, reason: str, bad: int | None = None,
-                 lines: int | None = None):
+                 lines: int | None = None, max_len: int | None = None):
         self.path, self.line, self.reason = str(path), line, reason
         self.bad, self.lines = bad, lines  # bad lines, non-blank lines
+        self.max_len = max_len  # the longest sequence the read allowed (None: any length)
         counted = ""
         if bad is not None and lines is not None:
-            counted = (f" ({bad} of its {lines} lines {'is' if bad == 1 else 'are'} bad"
+            counted = (" (its one line is bad)" if lines == 1 else
+                       f" ({bad} of its {lines} lines {'is' if bad == 1 else 'are'} bad"
                        f"{'' if bad == 1 else '; this is the first'})")
         super().__init__(f"{self.path}:{line}: {reason}{counted}")
 
@@ -92,7 +95,8 @@ class ReadReport:
         return Counter(r.split(" (")[0] for _, r in self.skipped)
 
     def __str__(self):
-        lines = [f"{self.path}: {self.lines} lines, {self.pairs} pairs, {len(self.skipped)} skipped"]
+        lines = [f"{self.path}: {plural(self.lines, 'line')}, {plural(self.pairs, 'pair')}, "
+                 f"{len(self.skipped)} skipped"]
         lines += [f"  {n:4d} × {reason}" for reason, n in self.reasons().most_common()]
         return "\n".join(lines)
 
@@ -131,7 +135,8 @@ def read_pairs(path, *, strict: bool = True, max_len: int | None = None) -> Pair
     report.pairs = len(pairs)
     if strict and report.skipped:
         line, reason = report.skipped[0]
-        raise DataError(path, line, reason, bad=len(report.skipped), lines=report.lines)
+        raise DataError(path, line, reason, bad=len(report.skipped), lines=report.lines,
+                        max_len=max_len)
     return PairsRead(pairs, report)
 
 

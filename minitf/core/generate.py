@@ -18,7 +18,7 @@ import torch
 from .devices import device_of
 from .kv_cache import KVCache
 from .model import evaluating
-from .tokens import EOS, TAB, to_bytes
+from .tokens import EOS, TAB, show, to_bytes
 
 
 def next_byte_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
@@ -211,18 +211,27 @@ def new_byte_count(max_new_tokens: int | None, max_new: int | None, default: int
                         "they are two names for the number of bytes to generate")
     n = default if max_new_tokens is None and max_new is None else (
         max_new if max_new_tokens is None else max_new_tokens)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"max_new_tokens must be a whole number >= 0, got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        # >= 1, as the command line's --max-new (and Hugging Face's max_new_tokens): a call
+        # that may write nothing is more often a slip (a count left at 0) than a wish
+        raise ValueError(f"max_new_tokens must be a whole number >= 1 (bytes to generate), "
+                         f"got {n!r}")
     return n
 
 
 def pair_prompt(model, text: bytes | str, tab: bool = True) -> list[int]:
-    """The ids a pairs model reads for `text`: its bytes and a TAB; ValueError if the text is empty
-    or leaves the model no room for an output."""
+    """The ids a pairs model reads for `text`: its bytes and a TAB; ValueError if the text is empty,
+    holds a TAB or newline (the pair's own separators: the model would read the input as ended
+    there), or leaves the model no room for an output."""
     prompt = list(to_bytes(text)) + ([TAB] if tab else [])
     if len(prompt) == int(tab):
         raise ValueError("text is empty: a pairs model answers an input, and every pair's input "
                          "has at least one byte" if tab else "text is empty: nothing to continue")
+    for byte, name, role in ((TAB, "a TAB", "ends the input"), (EOS, "a newline", "ends the pair")):
+        if tab and byte in prompt[:-1]:
+            raise ValueError(f"text {show(bytes(prompt[:-1]))!r} holds {name} (byte {byte}) at "
+                             f"position {prompt.index(byte)}: to a pairs model {name} {role}, "
+                             "so no pair's input holds one; give the input without it")
     if len(prompt) >= model.config.max_len:
         room = model.config.max_len - 1 - tab
         raise ValueError(f"text is {len(prompt) - tab} bytes, and the model reads at most max_len "
@@ -231,9 +240,18 @@ def pair_prompt(model, text: bytes | str, tab: bool = True) -> list[int]:
     return prompt
 
 
+PAIRS_MAX_NEW = 64  # generate's bound on a pairs output when none is given
+
+
+def is_language_model(model) -> bool:
+    """True for a model `python -m minitf train --text` trained (its checkpoint records the text):
+    it continues text, and a TAB or a newline is a byte like any other to it."""
+    return "text" in (getattr(model, "metadata", None) or {})
+
+
 def generate(model, text: bytes | str | list, max_new_tokens: int | None = None,
              temperature: float = 0.0, top_k: int | None = None, seed: int | None = None,
-             tab: bool = True, top_p: float | None = None, greedy: bool = False, *,
+             tab: bool | None = None, top_p: float | None = None, greedy: bool = False, *,
              max_new: int | None = None) -> bytes | list[bytes]:
     """The model's output for `text`: reads `text TAB` and returns the bytes before EOS.
 
@@ -243,12 +261,17 @@ def generate(model, text: bytes | str | list, max_new_tokens: int | None = None,
     sequence also ends at the model's max_len. Greedy by default (temperature 0, or greedy=True):
     the most likely byte every time; a temperature > 0 samples, with top_k and top_p if given
     (check_sampling has the rule). tab=False continues `text` as plain next-byte prediction
-    instead, still up to EOS; a language model, for which a newline is just a byte, continues
-    text with `generate_text`.
+    instead, still up to EOS. A language model (is_language_model: a checkpoint of `train --text`)
+    has no pairs, so no TAB is added: it continues `text` as `generate_text` does (the same
+    settings, greedy by default), for which a newline is just a byte.
     """
-    max_new_tokens = new_byte_count(max_new_tokens, max_new, 64)
+    max_new_tokens = new_byte_count(max_new_tokens, max_new, PAIRS_MAX_NEW)
     temperature = check_sampling(temperature, top_k, top_p, greedy=greedy,
                                  vocab_size=model.config.vocab_size, default=0.0)
+    if tab is None and is_language_model(model):
+        return generate_text(model, text, max_new_tokens, temperature=temperature, top_k=top_k,
+                             top_p=top_p, seed=seed)
+    tab = True if tab is None else tab
     if isinstance(text, (list, tuple)):
         for one in text:
             pair_prompt(model, one, tab)

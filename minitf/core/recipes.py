@@ -76,13 +76,13 @@ RECIPES = {r.name: r for r in [
            {"task": "shift", "n_train": 30000, "repeats": 0.33, "d_model": 32, "n_heads": 4,
             "d_ff": 128, "norm_position": "pre", "dropout": 0.0, "steps": 3000, "lr": 6e-3,
             "eval_every": 1000, "seed": 0},
-           "the shift recipe of RECIPE.md: 42,112 parameters, all 3,000 steps (99-116 s on a busy "
+           "the shift recipe of docs/recipes.md: 42,112 parameters, all 3,000 steps (99-116 s on a busy "
            "2-core AMD EPYC, 68 s on a quiet 2-core Intel Xeon)"),
     Recipe("lm",
            {"text": "data/text/tinyshakespeare.txt", "context": 64, "d_model": 64, "n_heads": 4,
             "n_layers": 4, "d_ff": 256, "norm_position": "pre", "dropout": 0.0, "batch_size": 32,
             "lr": 3e-3, "steps": 800, "seed": 0},
-           "RECIPE.md's language model on tiny Shakespeare: 233,088 parameters, 800 steps, "
+           "docs/recipes.md's language model on tiny Shakespeare: 233,088 parameters, 800 steps, "
            "about 1.77 nats per byte after about 65 s of CPU on a 2-core AMD EPYC"),
     # the fastest measured to nanoGPT's CPU mark (1.89 nats per byte on the last 10 %);
     # bench/lm_fast.py's arm "lm-fast" (its FAST), data/checkpoints/lm_fast.pt is its seed-0 run
@@ -99,12 +99,12 @@ RECIPES = {r.name: r for r in [
            "lm-fast's 340 (about 10 s of training CPU on a 2-core AMD EPYC); 2.41-2.42 bits per byte "
            "on the last 10 % against lm-fast's 2.62-2.67 over 3 seeds"),
     # as low as it goes in about nanoGPT's CPU time (87 s): lm-fast's
-    # training with 4 layers and 1,700 steps; RECIPE.md gives its 3 seeds (not tuned further)
+    # training with 4 layers and 1,700 steps; docs/recipes.md gives its 3 seeds (not tuned further)
     Recipe("lm-long", {**_LM_FAST, "n_layers": 4, "steps": 1700},
            "lm-fast's training for about nanoGPT's CPU time (85-87 s of training CPU on a 2-core AMD "
            "EPYC; the whole command 141 s of CPU on a quiet 2-core Intel Xeon): 4 layers, 233,216 "
            "parameters, 1,700 steps; about 1.61 nats per byte"),
-    # nanoGPT's GPU mark (1.4697 nats, its train_shakespeare_char) on two CPU cores: RECIPE.md's
+    # nanoGPT's GPU mark (1.4697 nats, its train_shakespeare_char) on two CPU cores: docs/recipes.md's
     # "lm-best" section gives how it was found, its seeds and times, and what each setting buys
     Recipe("lm-best",
            {"text": "data/text/tinyshakespeare.txt", "context": 256, "d_model": 128, "n_heads": 4,

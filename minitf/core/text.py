@@ -27,6 +27,7 @@ from .bpe import BPE, train_bpe
 from .devices import device_of
 from .model import evaluating
 from .tokens import VOCAB
+from .words import plural
 
 VAL_FRACTION = 0.1
 LN2 = math.log(2)
@@ -105,11 +106,12 @@ def read_text(path, context: int, max_len: int | None = None,
                                torch.tensor(tokenizer.encode(raw[start:end]), dtype=torch.int32),
                                context, tokenizer, end - start)
                       for part, (start, end) in zip(parts, [(0, split), (split, len(raw))]))
-    unit = "bytes" if tokenizer is None else "tokens"
+    unit = "byte" if tokenizer is None else "token"
     for part in parts:
         if len(part) < context + 1:
             raise TextError(
-                f"{path}: too short for a window: its {part.name} split holds {len(part):,} {unit} "
+                f"{path}: too short for a window: its {part.name} split holds "
+                f"{plural(len(part), unit, sep=True)} "
                 f"(of {len(data):,}), and one window needs context + 1 = {context + 1} (the context "
                 "and the byte after it); use a longer file or a smaller context")
     return Text(str(path), *parts)

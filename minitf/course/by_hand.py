@@ -227,6 +227,14 @@ def judge_byte_circle(E) -> str:
     """byte_circle(k) → E (256, 4): printable bytes on the unit circle of the plane (F1, F2), one
     fixed turn from each byte to its successor (126 → 32 included), TAB and EOS on T."""
     k = HandSet().k
+    if isinstance(E, torch.Tensor) and E.is_floating_point() and E.dtype != torch.float64:
+        raise ExerciseError(
+            f"your table is {str(E.dtype).removeprefix('torch.')}: the hand-set weights are checked to "
+            f"1e-9, and {str(E.dtype).removeprefix('torch.')} keeps about "
+            f"{round(-math.log10(torch.finfo(E.dtype).eps))} digits, so a byte's distance from the centre comes out "
+            f"{float((E[list(PRINTABLE)].double().norm(dim=-1) - 1).abs().max()):.1g} away from 1. Build "
+            "it in float64: torch.zeros(256, 4, dtype=torch.float64) (torch.zeros alone is float32)",
+            ("_table_dtype",))
     E = torch.as_tensor(E, dtype=torch.float64)
     if E.shape != (256, 4):
         return _fail(f"your byte_circle({k}) has shape {tuple(E.shape)}; the table is (256, 4): one row per byte")
@@ -241,7 +249,7 @@ def judge_byte_circle(E) -> str:
     lengths = rows.norm(dim=-1)
     if (lengths - 1).abs().max() > 1e-9:
         b = int((lengths - 1).abs().argmax()) + 32
-        return _fail(f"byte {_name(b)} is {float(lengths[b - 32]):.3g} from the centre; every byte sits on "
+        return _fail(f"byte {_name(b)} is {float(lengths[b - 32]):.10g} from the centre; every byte sits on "
                      "the unit circle (cos a, sin a), so none outweighs another")
     angles = _angles(E)
     for i in range(95):

@@ -30,7 +30,7 @@ class Exercise:
     checks every clause):
 
     - a code cell `minitf.exercise("name", my_name)` in the notebook whose number starts with
-      `notebook`; the learner's function is `my_<name>`;
+      `notebook`; the learner's function is `my_<name>` (a class exercise's, its class: `answer`);
     - in the `SOLUTION_WITHIN` (3) cells after it, Markdown with at least `HINTS_AFTER` (2)
       collapsed `<details>` blocks, hints first ("Hint"), and the Solution block exactly as
       `minitf.course.exercises.solution_markdown(name)` prints it: the source of
@@ -45,6 +45,12 @@ class Exercise:
     the training calls it) and `order` (its place in Parts, the order the model or training runs its
     pieces) go into PIECES or TRAINING_PIECES. Adding an exercise is one declaration in its lesson
     module and its notebook cells.
+
+    A class exercise (`answer_name`, notebook 08's MyAttention, MyBlock, MyTransformer) asks for an
+    nn.Module class instead of a function: its cell defines `class <answer_name>(nn.Module)` (and the
+    helper classes `shows` lists, which its Solution block shows too), its `drive` builds the class
+    from the case's minitf module (`minitf.course.module_checks`), and a passed class is saved for the
+    learner's file, my_parts/model.py (`minitf.course.learner_file`).
 
     `optional=True` marks an exercise the main path does not need: the course map counts its minutes
     apart ("+N min of optional exercises"), and where notebook 08 builds from saved pieces, an
@@ -77,6 +83,15 @@ class Exercise:
     piece: Piece | None = None
     # not needed by the main path: its minutes are counted apart, and an unwritten piece is the library's
     optional: bool = False
+    # a class exercise names the learner's class (MyAttention) instead of my_<name>, and `shows`
+    # lists the solutions' classes its Solution block shows, in order (MyBlock's uses two helpers)
+    answer_name: str = ""
+    shows: tuple = ()
+
+    @property
+    def answer(self) -> str:
+        """The name of the learner's answer in the notebook: my_<name>, or the class's own name."""
+        return self.answer_name or f"my_{self.name}"
 
     @property
     def fills(self) -> str:
@@ -98,9 +113,10 @@ class Exercise:
 
     @property
     def solution(self) -> Callable:
-        """The reference solution a notebook's Solution block shows: solutions.my_<name>."""
+        """The reference solution a notebook's Solution block shows: solutions.my_<name> (or the
+        class `answer_name`)."""
         from . import solutions
-        return getattr(solutions, f"my_{self.name}")
+        return getattr(solutions, self.answer)
 
 
 def refused(*functions) -> dict:

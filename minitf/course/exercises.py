@@ -107,6 +107,12 @@ def exercise(name: str, fn: Callable) -> None:
         message += (f"\n  {called} is optional and yours does not pass its check yet: this check ran "
                     f"yours with the library's {called.removeprefix('my_')} in its place")
     fills = EXERCISES[name].fills
+    if EXERCISES[name].answer_name:  # a class exercise: its classes join your file, my_parts/model.py
+        from . import learner_file
+        path = learner_file.save_classes(name, fn)
+        message += (f"\n  saved to {path.parent.name}/{path.name}: minitf.parts.model_file() puts it in "
+                    f"your file, {path.parent.name}/{learner_file.FILE_NAME}, which notebook 08 trains"
+                    if path else "\n  (its source was not found: define it in a cell to have it saved)")
     if fills:
         path = save(name, fn)
         use = ("notebook 08 trains your model with it" if fills == "training"
@@ -118,7 +124,10 @@ def exercise(name: str, fn: Callable) -> None:
 
 def solution_markdown(name: str) -> str:
     """The collapsed "Solution" block a notebook shows after exercise `name` (tests compare them)."""
-    source = inspect.getsource(EXERCISES[name].solution).rstrip()
+    from . import solutions
+    ex = EXERCISES[name]
+    shown = [getattr(solutions, part) for part in ex.shows] or [ex.solution]
+    source = "\n\n\n".join(inspect.getsource(part).rstrip() for part in shown)
     return f"<details><summary>Solution</summary>\n\n```python\n{source}\n```\n\n</details>"
 
 

@@ -42,8 +42,26 @@ def census(model, pairs: list[Pair], cumulative: bool = False) -> dict[tuple[int
     return found
 
 
-def diagnose(found, model, pairs: list[Pair]) -> str:
-    """The success line, or ExerciseError saying what is wrong with `found` (and a hint)."""
+# the Solution block notebook 06 shows after its "Your turn" (tests/test_head_census.py runs it)
+SOLUTION = """\
+found = {}
+for layer in range(2):
+    for head in range(4):
+        ablated = my_ablate_head(models["reverse"], layer, head)
+        found[(layer, head)] = exact_match(ablated, held_out["reverse"])
+minitf.course.head_census.check(found, models["reverse"], held_out["reverse"], others=(models, held_out))
+sorted(found.items(), key=lambda item: item[1])   # the heads the model needs most come first"""
+
+
+def solution_markdown() -> str:
+    """The collapsed Solution block of 06's "Your turn", as exercises.solution_markdown writes one."""
+    return f"<details><summary>Solution</summary>\n\n```python\n{SOLUTION}\n```\n\n</details>"
+
+
+def diagnose(found, model, pairs: list[Pair], others=None) -> str:
+    """The success line, or ExerciseError saying what is wrong with `found` (and a hint).
+    `others`, the notebook's (models, held_out) dicts, lets it recognise the census of another
+    task's model measured on that model's own pairs."""
     def wrong(message: str, key: str):
         return ExerciseError(f"found: {message}\nHint: {HINT}", (key,))
 
@@ -99,6 +117,16 @@ def diagnose(found, model, pairs: list[Pair]) -> str:
         raise wrong("each entry has every head before it switched off too: switch off one head in "
                     "a fresh copy of the model each time (does your my_ablate_head change the model "
                     "it is given, or do you pass the last ablated model on?)", "cumulative")
+    models, held_out = others or ({}, {})
+    for task, other in models.items():
+        if other is model or task not in held_out or \
+                (other.config.n_layers, other.config.n_heads) != (L, H):
+            continue
+        if same(got, census(other, held_out[task])):
+            raise wrong(f"these are the {task} model's heads, measured on its own pairs: the census "
+                        f"asks for the model you were given here, the one whose held-out pairs are "
+                        f"passed to the check (my_ablate_head(models[\"reverse\"], layer, head))",
+                        "another_model")
     differ = [k for k in sorted(keys) if abs(got[k] - expected[k]) > close]
     shown = ", ".join(f"{l}.{h}: yours {got[l, h]:.2f}, measured {expected[l, h]:.2f}"
                       for l, h in differ[:3])
@@ -106,9 +134,9 @@ def diagnose(found, model, pairs: list[Pair]) -> str:
                 f"{', …' if len(differ) > 3 else ''})", "values")
 
 
-def check(found, model, pairs: list[Pair]) -> None:
+def check(found, model, pairs: list[Pair], others=None) -> None:
     """Print whether `found` is the measurement, or what is wrong with it (never a traceback)."""
     try:
-        print(diagnose(found, model, pairs))
+        print(diagnose(found, model, pairs, others))
     except ExerciseError as e:
         print(e)

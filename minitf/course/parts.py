@@ -13,6 +13,7 @@ through this module: it costs nothing when unused.
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +29,7 @@ from .check_report import CheckReport
 from .exercises import run_check
 from .feedback import ExerciseError
 from .my_parts import PIECES, Parts, calling, folder, mine, save  # noqa: F401  (minitf.parts.mine, …)
+from .learner_file import my_model, write as model_file  # noqa: F401  (your file: minitf.parts.model_file())
 
 # --- the modules that call your functions ----------------------------------------------------------
 
@@ -230,7 +232,10 @@ class PartsCheck(CheckReport):
     def __str__(self):
         agree = f"every one within {self.tolerance:.0e}"
         if self.ok:
-            return f"✓ your model computes minitf's logits ({agree})"
+            return (f"✓ your model computes minitf's logits: the largest difference is "
+                    f"{_under(self.max_diff)} in float64 (the check allows {self.tolerance:.0e}) and "
+                    f"{_under(self.float32)} in float32 (it allows {self.tolerance32:.0e}), each "
+                    f"dtype's rounding")
         if self.problem:
             headline = f"✗ your model does not compute minitf's logits: {self.problem}"
         elif self.max_diff > self.tolerance:
@@ -251,6 +256,14 @@ class PartsCheck(CheckReport):
             lines.append(f"  broken piece: {piece} — {why}; re-run its check in notebook {nb}: "
                          f"minitf.exercise({piece!r}, your_function)")
         return "\n".join(lines)
+
+
+def _under(diff: float) -> str:
+    """A rounding difference as the power of ten above it ('under 1e-05'): its last digits vary
+    from CPU to CPU (float32's by tens of percent), its power of ten does not."""
+    if diff == 0:
+        return "0 (exactly equal)"
+    return f"under 1e{math.ceil(math.log10(diff)):+03d}"
 
 
 def _clause(problem: str) -> str:
@@ -309,7 +322,7 @@ def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
     broken = {}
     if bad(total, torch.float64) or bad(total32, torch.float32):
         for name in forward_parts.given():
-            alone = Parts(**{name: getattr(parts, name)})
+            alone = _alone(name, getattr(parts, name))
             diff = difference(alone, torch.float64)
             if bad(diff, torch.float64):
                 broken[name] = diff if isinstance(diff, str) else f"alone it changes the logits by {diff:.3g}"
@@ -334,6 +347,19 @@ def check(parts: Parts, config: Config | None = None, *, seed: int = 0,
                       total32, tolerance32,
                       "" if isinstance(total, float) else f"it {_clause(total)}" if total.startswith("raises ")
                       else total)
+
+
+# the pieces another piece calls by its exercise's name (my_softmax in your attention, my_attention
+# and my_causal_mask in your multi_head_attention)
+CALLED_BY_NAME = ("softmax", "attention", "causal_mask")
+
+
+def _alone(name: str, piece) -> Parts:
+    """Parts with `piece` the only one of yours: the pieces it calls by name are the reference
+    solutions, not yours, so a broken softmax is blamed on softmax, not on the attention that calls it."""
+    from . import solutions
+    callees = {callee: getattr(solutions, f"my_{callee}") for callee in CALLED_BY_NAME if callee != name}
+    return Parts(**{**callees, name: piece})
 
 
 def check_yours(configs: dict[str, Config], **pieces) -> dict[str, PartsCheck]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch import nn
 
 from ..core.attention import attention, causal_mask
 from ..core.rope import rope_angles
@@ -291,6 +292,100 @@ def my_cached_attention(attn, x, keys, values):
     mask = causal_mask(start + T, x.device)[start:]        # the rows of the new queries
     y, _ = attention(q, keys, values, mask)                # (B, H, T, hd)
     return attn.out(y.transpose(1, 2).reshape(B, T, H * hd)), keys, values
+
+
+# --- notebook 08: your model as modules (the classes of your file, my_parts/model.py) ---------------
+
+class MyAttention(nn.Module):
+    """Multi-head attention: the parameters live here, your my_multi_head_attention computes."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.n_heads, self.head_dim = config.n_heads, config.head_dim
+        inner = config.n_heads * config.head_dim
+        self.qkv = nn.Linear(config.d_model, 3 * inner)  # W_Q, W_K, W_V in one matrix
+        self.out = nn.Linear(inner, config.d_model)      # W_O: the heads back into the stream
+        pairs = torch.arange(0, self.head_dim, 2, dtype=torch.float64)
+        theta = config.positions.rope_base ** (-pairs / self.head_dim)  # one frequency per pair
+        # a buffer: saved with the weights and moved by .to(), but not trained
+        self.register_buffer("inv_freq", theta.float().expand(config.n_heads, -1).clone())
+
+    def rotate(self, x, cos, sin):
+        return my_apply_rope(x, cos, sin)  # yours, notebook 02
+
+    def forward(self, x, cos, sin, need_weights=False):
+        y, weights = my_multi_head_attention(self, x, cos, sin)  # yours, notebook 03
+        return y, (weights if need_weights else None)
+
+
+class MyLayerNorm(nn.Module):
+    """LayerNorm's γ and β, computed by your my_layer_norm."""
+
+    def __init__(self, dim, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))   # γ
+        self.bias = nn.Parameter(torch.zeros(dim))    # β
+
+    def forward(self, x):
+        return my_layer_norm(x, self.weight, self.bias, self.eps)  # yours, notebook 04
+
+
+class MyFeedForward(nn.Module):
+    """Up to d_ff, ReLU, back down: your my_feed_forward with these two layers' weights."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.up = nn.Linear(config.d_model, config.d_ff)
+        self.down = nn.Linear(config.d_ff, config.d_model)
+
+    def forward(self, x):
+        return my_feed_forward(x, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
+
+
+class MyBlock(nn.Module):
+    """Attention and the FFN, each with its norm; your my_block adds them to the stream."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.pre_norm = config.norm_position == "pre"
+        self.norm1 = MyLayerNorm(config.d_model, config.norm_eps)  # one norm per sub-layer
+        self.attn = MyAttention(config)
+        self.norm2 = MyLayerNorm(config.d_model, config.norm_eps)
+        self.ffn = MyFeedForward(config)
+
+    def forward(self, h, cos, sin, need_weights=False):
+        h, weights = my_block(self, h, cos, sin)  # yours, notebook 04: the residuals and norms
+        return h, (weights if need_weights else None)
+
+
+class MyTransformer(nn.Module):
+    """ids (B, T) → logits (B, T, 256), with the parameter names of minitf.Transformer."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)  # one learned row per byte
+        self.blocks = nn.ModuleList(MyBlock(config) for _ in range(config.n_layers))
+        pre = config.norm_position == "pre"  # pre-norm: the stream is normalised once more at the end
+        self.final_norm = MyLayerNorm(config.d_model, config.norm_eps) if pre else None
+        self.head = nn.Linear(config.d_model, config.vocab_size)
+        if config.tie_embeddings:
+            self.head.weight = self.embed.weight  # one table reads bytes in and scores them out
+
+    def positions(self, ids):
+        coupled = self.config.positions.position_ids == "coupled"
+        return my_position_ids(ids) if coupled else None  # None: 0, 1, 2, …
+
+    def forward(self, ids):
+        T = ids.size(1)
+        h = self.embed(ids)                                            # (B, T, C)
+        cos, sin = rope_angles(self.blocks[0].attn.inv_freq, T, positions=self.positions(ids))
+        for block in self.blocks:
+            h, _ = block(h, cos, sin)
+        if self.final_norm is not None:
+            h = self.final_norm(h)
+        return self.head(h)                                            # (B, T, 256) logits
 
 
 def my_count_pairs(ids):

@@ -33,6 +33,7 @@ from ..core.tokens import to_bytes
 from .check_report import CheckReport
 from .exercises import run_check
 from .feedback import ExerciseError
+from .my_parts import OPTIONAL_NOT_WRITTEN
 from .parts import Parts, PartsCheck, YourAttention, _swap, assemble, check, yours
 
 # float32 keeps 24 bits; two correct programs computing the same logits differ by rounding only,
@@ -257,6 +258,8 @@ def check_speaking(model, reference, probs: Callable, ids: torch.Tensor, prompt:
     if greedy[False] != greedy_minitf and not broken:
         broken["the model"] = ("its greedy text without the cache differs from minitf's, yet its "
                                "logits and every piece check out")
-    writers = tuple(name for name in WHOLE_MODEL if getattr(model.parts, name, None))
+    # yours only: an optional piece not written (model_forward) is the library's, and not named as yours
+    writers = tuple(name for name in WHOLE_MODEL if getattr(model.parts, name, None)
+                    and model.parts.origin.get(name) != OPTIONAL_NOT_WRITTEN)
     return SpeakingCheck(logits32, scale, cache, sampler, text == uncached_text, same, text, broken,
                          greedy[False], greedy_minitf, greedy[True], writers)

@@ -53,7 +53,7 @@ class LMGrowthCurve:
 
 @dataclass
 class LMGrowthResults:
-    """bench/lm_growth.py: RECIPE.md's language model grown in depth or width, against scratch."""
+    """bench/lm_growth.py: docs/recipes.md's language model grown in depth or width, against scratch."""
     command: str
     target_parameters: int
     budget_steps: int             # scratch's steps of batch_size × context bytes

@@ -141,7 +141,7 @@ class RecipeRun:
 
 @dataclass
 class RecipeGrowthResults:
-    """bench/origami_recipe_growth.py: growing into RECIPE.md's model, which solves the shift task."""
+    """bench/origami_recipe_growth.py: growing into docs/recipes.md's model, which solves the shift task."""
     recipe_config: Config
     small_config: Config
     recipe_parameters: int

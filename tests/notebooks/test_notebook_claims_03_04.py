@@ -274,3 +274,21 @@ def test_04_the_norm_figure_shows_the_held_out_losses_its_text_reads():
     assert dots == table
     labels = left.get_legend_handles_labels()[1]
     assert "held-out loss, end" in labels and "length oracle (held out)" in labels
+
+
+def test_the_norms_by_hand_are_what_minitfs_modules_print():
+    """04's "By hand for x = (1, 2, 3, 6)": the numbers the prose works out are the ones the cell
+    prints from minitf's modules (and PyTorch's agree); the formulas live here, not in the cell, so
+    that the exercises after it are not answered in view."""
+    import re
+    shown = printed("04_ffn_block", containing="ln, rms = minitf.LayerNorm(4).double()")
+    rows = {name: [float(v) for v in re.findall(r"-?\d+\.\d+", line)]
+            for name, line in re.findall(r"^(LayerNorm|RMSNorm) +tensor\(\[\[(.*?)\]\]", shown, re.M)}
+    x = torch.tensor([1.0, 2.0, 3.0, 6.0], dtype=torch.float64)
+    by_hand = {"LayerNorm": (x - 3) / (3.5 + 1e-5) ** 0.5, "RMSNorm": x / (12.5 + 1e-5) ** 0.5}
+    for name, values in by_hand.items():
+        assert torch.allclose(torch.tensor(rows[name], dtype=torch.float64), values, atol=1e-4), (name, shown)
+    assert "(x - 3)/\\sqrt{3.5} \\approx (-1.069, -0.535, 0, 1.604)" in markdown("04_ffn_block")
+    assert "x/\\sqrt{12.5} \\approx (0.283, 0.566, 0.849, 1.697)" in markdown("04_ffn_block")
+    assert "PyTorch's own agree: True True" in shown
+    assert "parameters: LayerNorm 8 (γ and β), RMSNorm 4 (γ)" in shown

@@ -327,7 +327,7 @@ def test_06_the_last_layer_of_a_row_reaches_only_that_rows_logits():
 
 
 def test_recipe_md_quotes_the_repeat_shares_of_20000_uniform_inputs():
-    text = (ROOT_DIR / "RECIPE.md").read_text()
+    text = (ROOT_DIR / "docs" / "recipes.md").read_text()
     assert "22 % of the 20,000 training inputs have a repeated\nbyte, 6 % the same byte twice in a row" in text
 
 

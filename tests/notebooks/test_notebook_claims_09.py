@@ -132,11 +132,12 @@ def test_your_model_speaks_as_the_prediction_says_when_run():
     checks = [line for line in spoken if line.startswith(("✓", "✗"))]
     assert len(checks) == 5 and all(line.startswith("✓") for line in checks), spoken
     assert checks[3].endswith(": True")
-    # "The last line is your whole model writing: 60 greedy bytes without the cache, …"
-    assert checks[4] == ("✓ greedy, without the cache, through your model_forward → block → multi_head_attention: "
+    # "The last line is your whole model writing: 60 greedy bytes without the cache, …" (model_forward,
+    # optional and not written here, is minitf's: not named as yours)
+    assert checks[4] == ("✓ greedy, without the cache, through your block → multi_head_attention: "
                          "the same 60 bytes as minitf.generate_text(greedy=True) and as your cached run")
-    assert "60 greedy bytes without the cache, each one out of your `model_forward`, `block` and " \
-           "`multi_head_attention`" in markdown(NOTEBOOK)
+    assert "60 greedy bytes without the cache, each one out of your `block` and `multi_head_attention` " \
+           "(and your `model_forward`, if you wrote that optional one)" in markdown(NOTEBOOK)
     assert "**The same, both times.**" in markdown(NOTEBOOK)
 
 
@@ -146,3 +147,12 @@ def test_every_piece_passes_and_the_forgetful_cache_is_named():
     forgetful = printed(NOTEBOOK, results=True, containing="def forgetful(").splitlines()
     named = [line.strip().split(" — ")[0] for line in forgetful if "broken piece:" in line]
     assert named == ["broken piece: cached_attention"], forgetful
+
+
+def test_the_learners_file_speaks_the_same_200_bytes_with_lm_weights():
+    """'Your file speaks': MyTransformer of 08's file, lm.pt's weights loaded by name, writes the text
+    of the check above, byte for byte (float64, no cache, the same sampler and seed)."""
+    import re
+    said = printed(NOTEBOOK, containing="mine = minitf.parts.my_model(lm.config, parts)")
+    found = re.fullmatch(r"your file's model wrote (\d+) bytes; the same as the text above: (True|False)\n", said)
+    assert found and found.groups() == ("200", "True"), said

@@ -61,8 +61,10 @@ def paste(source: str, namespace: dict, where: str):
 @pytest.mark.parametrize("notebook, name, check", exercise_checks(),
                          ids=[f"{nb[:2]}-{name}" for nb, name, _ in exercise_checks()])
 def test_every_solution_passes_its_check_as_printed(notebook, name, check):
-    stub = check - 1  # the cell holding `def my_<name>(…): raise NotImplementedError`
-    assert f"def my_{name}(" in "".join(cells(notebook)[stub]["source"]), \
+    stub = check - 1  # the cell holding `def my_<name>(…)` (or `class <Name>(…)`): raise NotImplementedError
+    answer = workbook.EXERCISES[name].answer
+    assert f"def {answer}(" in "".join(cells(notebook)[stub]["source"]) or \
+        f"class {answer}(" in "".join(cells(notebook)[stub]["source"]), \
         f"{notebook}: the cell before the check of {name} is not its exercise cell"
     namespace = imports_above(notebook, stub)
     for earlier_notebook, earlier, earlier_check in exercise_checks():  # the learner wrote these above
@@ -71,7 +73,7 @@ def test_every_solution_passes_its_check_as_printed(notebook, name, check):
                   f"<{notebook} cell {earlier_check - 1}, the Solution of {earlier}>")
     paste(printed_solution(notebook, check), namespace, f"<{notebook} cell {stub}, the Solution pasted>")
     try:
-        message = workbook.run_check(name, namespace[f"my_{name}"])
+        message = workbook.run_check(name, namespace[answer])
     except ExerciseError as e:
         message = f"{notebook}: the Solution of {name}, pasted as printed, fails its check:\n{e}"
     assert message.startswith("✓"), message

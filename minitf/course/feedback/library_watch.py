@@ -78,7 +78,7 @@ class _LibraryWatch:
 def _refused(name: str, found: tuple[str, str], hint: str, hints_by_diagnosis: dict | None) -> ExerciseError:
     called, line = found
     return ExerciseError(
-        f"{name} uses {called}, which this exercise asks you to do without: the check compares your "
-        f"answer with that very code, so calling it would pass without teaching you anything. Not "
+        f"{name} uses {called}, which this exercise asks you to do without: it does the work the "
+        f"exercise asks of you, so calling it would pass without teaching you anything. Not "
         f"accepted; the hint says what is fine to use" + (f"\n  in the line: {line}" if line else "")
         + _hint(("library_call",), hint, hints_by_diagnosis), ("library_call",))

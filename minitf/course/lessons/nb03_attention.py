@@ -149,11 +149,11 @@ EXERCISES = [
                            "with its entries"}},
              library=refused(torch.softmax, F.softmax, torch.Tensor.softmax, torch.log_softmax,
                              F.log_softmax, torch.Tensor.log_softmax,
-                             (torch.special.softmax, "torch.special.softmax"), torch.logsumexp,
-                             torch.Tensor.logsumexp, nn.Softmax.forward),
-             own_work=".amax (or .max(...).values), - , .exp(), .sum and / are fine (the stable "
-                      "form is the exercise): torch.softmax, F.softmax and .softmax() are the "
-                      "softmax itself",
+                             (torch.special.softmax, "torch.special.softmax"), nn.Softmax.forward),
+             own_work=".amax (or .max(...).values), - , .exp(), .sum and / are fine, and so is "
+                      "torch.logsumexp, the stable log of the sum (the stable form is the exercise): "
+                      "torch.softmax, F.softmax and .softmax() are the softmax itself, log_softmax "
+                      "its logarithm",
              piece=Piece("model", 3, 'softmax(x) over the last dimension, stable (your attention calls it)')),
     Exercise("attention", "03", "scaled dot-product attention, with the mask, returning its weights",
              3, 20, attention, _attention_cases,

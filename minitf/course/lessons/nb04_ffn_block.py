@@ -28,7 +28,14 @@ def _norm_slips(x, weight, bias, eps):
              (x_hat * bias + weight, "yours swaps γ and β: multiply by weight (γ), then add bias (β)"),
              ((x_hat + bias) * weight, "yours adds β before multiplying by γ: it is x̂ · γ + β, in that "
                                        "order")]
+    C = x.size(-1)
+    unbiased = var * C / (C - 1)  # x.var(-1) divides by C − 1
     return (_first_slip(slips, "_gamma_beta"),
+            _named_slip("_unbiased_variance", [(x - mean) / torch.sqrt(unbiased + eps) * weight + bias,
+                                               (x - mean) / (torch.sqrt(unbiased) + eps) * weight + bias],
+                        f"yours divides the squared deviations by C − 1 = {C - 1} (x.var(-1) does, "
+                        f"unbiased by default): LayerNorm's variance divides by C = {C}, "
+                        "x.var(-1, unbiased=False) or ((x − mean)²).mean(-1)"),
             _named_slip("_eps_outside_sqrt", [(x - mean) / (torch.sqrt(var) + eps) * weight + bias],
                         "yours adds eps after the square root, sqrt(var) + eps: it goes inside, "
                         "sqrt(var + eps)"))
@@ -157,17 +164,17 @@ def _block_slips(block, h, cos, sin):
     attn = lambda x: block.attn(x, cos, sin, need_weights=True)
     n1, n2, ffn = block.norm1, block.norm2, block.ffn
 
-    def pre(residual=True, second=n2, ffn_input=None):
+    def pre(residual=True, second=n2, ffn_input=None, ffn_residual=True):
         a, w = attn(n1(h))
         h1 = h + a if residual else a
         f = ffn(second(h if ffn_input == "attention's" else h1))
-        return (h1 + f if residual else f), w
+        return (h1 + f if residual and ffn_residual else f), w
 
-    def post(residual=True, second=n2, ffn_input=None, double=False):
+    def post(residual=True, second=n2, ffn_input=None, double=False, ffn_residual=True):
         a, w = attn(n1(h) if double else h)
         h1 = n1(h + a if residual else a)
         f = ffn(h if ffn_input == "attention's" else h1)
-        return second(h1 + f if residual else f), w
+        return second(h1 + f if residual and ffn_residual else f), w
 
     def slip(name, result, words, on_weights=True):  # on_weights=False: named by h alone (two
         # slips that differ only in h would otherwise share the same wrong weights)
@@ -180,6 +187,11 @@ def _block_slips(block, h, cos, sin):
             slip("_block_no_residual", this(residual=False),
                  "yours has no residual connection: each sub-layer adds to the stream, h + f(…), "
                  "it does not replace it"),
+            slip("_block_no_residual", this(ffn_residual=False),
+                 "yours adds attention to the stream but not the FFN: its output replaces the stream, "
+                 + ("h = ffn(norm2(h)) where it is h = h + ffn(norm2(h))" if block.pre_norm
+                    else "norm2(ffn(h)) where it is norm2(h + ffn(h))")
+                 + ". Each sub-layer has its residual"),
             slip("_block_norm_side", other(),
                  f"yours puts the norms where the other layout has them: this block is {layout} "
                  f"(block.pre_norm is {block.pre_norm}): "
@@ -207,7 +219,9 @@ EXERCISES = [
                            "lines up position by position",
                  "_gamma_beta": "γ and β come last, in this order: (x − mean) / sqrt(var + eps) "
                                 "* weight + bias",
-                 "_eps_outside_sqrt": "torch.sqrt(var + eps): eps keeps the square root away from 0"}},
+                 "_eps_outside_sqrt": "torch.sqrt(var + eps): eps keeps the square root away from 0",
+                 "_unbiased_variance": "var = ((x - mean) ** 2).mean(-1, keepdim=True), or "
+                                       "x.var(-1, unbiased=False, keepdim=True): divide by C"}},
              library=refused(F.layer_norm, torch.layer_norm, torch.native_layer_norm,
                              nn.LayerNorm.forward, on_face(LayerNorm.forward),
                              on_face(LayerNorm.formula)),

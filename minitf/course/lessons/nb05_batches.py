@@ -6,7 +6,7 @@ import torch
 
 from ...core.data import Pair, make_batch, make_pairs
 from ...core.rope import position_ids
-from ...core.tokens import EOS, PAD, TAB
+from ...core.tokens import EOS, IGNORE, PAD, TAB
 from ..declaration import Exercise, Piece, on_face, refused
 
 
@@ -30,15 +30,73 @@ def _position_ids_cases():
             (torch.tensor([[TAB, 66, EOS]]),)]
 
 
+def _equal_slip(name: str, result: torch.Tensor, words: str):
+    """A recogniser for a whole-number result (ids, targets): yours equal to what the slip gives."""
+    def recognise(got, expected):
+        same = isinstance(got, torch.Tensor) and got.shape == result.shape and torch.equal(
+            got.long() if got.is_floating_point() else got, result)
+        return words if same and not torch.equal(result, expected) else None
+    recognise.__name__ = name
+    return recognise
+
+
+def _batch_slips(pairs):
+    """make_batch's targets gone wrong: starting one position late (the TAB's own position, which
+    predicts the first output byte, left out), or scored over the input part too."""
+    ids, targets = make_batch(pairs)
+    late, everywhere = targets.clone(), targets.clone()
+    for row, pair in enumerate(pairs):
+        late[row, len(pair.input)] = IGNORE
+        n = len(pair.input) + 1 + len(pair.output)  # the bytes of the sequence the model reads
+        everywhere[row, :len(pair.input)] = ids[row, 1:len(pair.input) + 1]
+        everywhere[row, n:] = IGNORE
+    return (_equal_slip("_targets_late", late,
+                        "yours starts the targets one position late: the TAB's position predicts the "
+                        "first output byte (targets[len(input)] = output[0]); yours leaves it IGNORE, so "
+                        "the first output byte is never scored"),
+            _equal_slip("_targets_on_input", everywhere,
+                        "yours scores the input part too: there the next byte is part of the input the "
+                        "model is given, not something it must write. Targets start at the TAB's "
+                        "position; IGNORE before it"))
+
+
+def _position_ids_slips(ids):
+    """The coupled numbering gone wrong: input bytes counted from 0, or a count restarted at every TAB."""
+    expected = position_ids(ids, "coupled")
+    t = torch.arange(ids.size(1))
+    seen_tab = (ids == TAB).long().cumsum(1) > 0
+    zero_based = torch.where(seen_tab, expected, t.expand_as(ids))
+    restarted = expected.clone()
+    for b in range(ids.size(0)):
+        last = None
+        for i in range(ids.size(1)):
+            if int(ids[b, i]) == TAB:
+                last = i
+            restarted[b, i] = i + 1 if last is None else i - last
+    return (_equal_slip("_input_from_zero", zero_based,
+                        "yours numbers the input bytes 0, 1, 2, … : input byte j gets j + 1, so that the "
+                        "TAB, 0, comes before all of them and output byte j, also j + 1, meets input "
+                        "byte j"),
+            _equal_slip("_every_tab_restarts", restarted,
+                        "yours restarts the count at every TAB: only the first TAB (the one between "
+                        "input and output) restarts it; a TAB inside the output is an ordinary byte"))
+
+
 EXERCISES = [
     Exercise("make_batch", "05", "one sequence per pair, padded, with targets on the output only",
              3, 20, make_batch, _batch_cases,
              "ids = input TAB output (all but the last byte), padded with PAD = 0; targets[t] = "
              "seq[t+1] from t = len(input) on (the TAB's position predicts the first output byte), "
              "IGNORE = −100 everywhere else", result_names=("ids", "targets"),
-             options={"hints_by_diagnosis": {
+             options={"diagnoses": _batch_slips, "hints_by_diagnosis": {
                  "padding": "ids are padded with PAD = 0; IGNORE = −100 only goes into targets",
-                 "results_swapped": "return (ids, targets), in this order"}},
+                 "results_swapped": "return (ids, targets), in this order",
+                 "_targets_late": "for t in range(len(input), n): targets[row, t] = seq[t + 1]: the "
+                                  "TAB sits at t = len(input), and it predicts output[0]",
+                 "_targets_on_input": "targets stay IGNORE before t = len(input): the model is given "
+                                      "the input, it is scored on the output and EOS only",
+                 "dtype": "ids and targets are byte ids, whole numbers: torch.full((B, T), PAD) with an "
+                          "int fill is int64; torch.zeros(B, T) is float unless dtype=torch.long"}},
              library=refused(on_face(make_batch)),
              own_work="minitf.sequence(pair), torch.full and torch.tensor are fine (the padding and "
                       "the output-only targets are the exercise): minitf.make_batch is the batch itself",
@@ -48,7 +106,10 @@ EXERCISES = [
              "for each row: before the first TAB, token t gets t + 1; from the first TAB on, t minus "
              "the first TAB's index (so the TAB gets 0, output byte j gets j + 1); a row without any "
              "TAB is t + 1 throughout. Later TABs do not restart the count",
-             options={"hints_by_diagnosis": {
+             options={"diagnoses": _position_ids_slips, "hints_by_diagnosis": {
+                 "_input_from_zero": "before the first TAB, token t gets t + 1, not t",
+                 "_every_tab_restarts": "find the first TAB only: row.index(TAB), or "
+                                        "(ids == TAB).cumsum(1) > 0 for 'after the first TAB'",
                  "offset": "every id is off by the same amount: input byte j gets j + 1 and the TAB 0",
                  "dtype": "ids are whole numbers: build them from torch.arange (a long tensor)"}},
              library=refused((position_ids, "minitf.rope.position_ids")),

@@ -1,11 +1,14 @@
 """Notebook 06: switching one attention head off."""
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from ...core.config import Config
 from ...core.heads import ablate_heads
 from ...core.model import Transformer
+from ..cases import named_slip as _named_slip
 from ..declaration import Exercise, on_face, refused
 
 
@@ -25,6 +28,27 @@ def _ablate_reference(model, layer, head):
     return ablate_heads(model, [(layer, head)])
 
 
+def _ablate_slips(model, layer, head):
+    """The head's ROWS of W_O zeroed (output dimensions of the stream), not the columns that read
+    the head: the logits that gives, to recognise."""
+    hd = model.config.head_dim
+    heads = slice(head * hd, (head + 1) * hd)
+
+    def zeroed(where):
+        wrong = copy.deepcopy(model)
+        with torch.no_grad():
+            where(wrong.blocks[layer].attn)
+        return _ablated_logits(wrong)
+
+    def rows(attn):
+        attn.out.weight[heads, :] = 0
+
+    return (_named_slip("_rows_not_columns", [zeroed(rows)],
+                        "yours zeroes rows of W_O: its weight is (out, in), so a row is one output "
+                        "dimension of the stream, and every head writes to it. The head is read by "
+                        f"COLUMNS {head * hd}–{(head + 1) * hd - 1}: out.weight[:, head·hd:(head + 1)·hd] = 0"),)
+
+
 EXERCISES = [
     Exercise("ablate_head", "06", "switch one head off to measure what it does", 2, 10,
              _ablate_reference, _ablate_cases,
@@ -32,6 +56,9 @@ EXERCISES = [
              "output reaches the model only through W_O, whose weight is (out, in): zero the head_dim "
              "COLUMNS (second index) that read the head, in a copy of the model",
              outcome=_ablated_logits, library=refused(on_face(ablate_heads)),
+             options={"diagnoses": _ablate_slips, "hints_by_diagnosis": {
+                 "_rows_not_columns": "model.blocks[layer].attn.out.weight[:, head * hd:(head + 1) * hd] "
+                                      "= 0: the second index is the input, the heads side by side"}},
              own_work="copy.deepcopy and writing zeros into the weight under torch.no_grad() are fine: "
                       "minitf.ablate_heads is the ablation itself"),
 ]

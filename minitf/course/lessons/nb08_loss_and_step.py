@@ -14,6 +14,7 @@ from ...core.tokens import IGNORE
 from ...core.train import train, train_step
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
 from ..declaration import Exercise, Piece, on_face, refused
+from ..feedback import ExerciseError
 
 
 # --- 1 · the output-only cross-entropy -------------------------------------------------------------
@@ -76,9 +77,28 @@ def drive_step(fn, model, ids, targets, clip):
     dtype = next(model.parameters()).dtype
     losses, weights = [], []
     for _ in range(3):
-        losses.append(fn(model, optimizer, ids, targets, masked_loss, clip))
+        loss = fn(model, optimizer, ids, targets, masked_loss, clip)
+        _returns_the_loss_tensor(loss, dtype)
+        losses.append(loss)
         weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]).clone())
     return _numbers(losses, dtype), torch.stack(weights)
+
+
+def _returns_the_loss_tensor(loss, dtype) -> None:
+    """The step returns the loss as a 0-d tensor: the loop (train_loop) calls loss.item() on it, so
+    a float (loss.item() inside the step) would pass the numbers and break the training later."""
+    if isinstance(loss, torch.Tensor) and loss.dim() == 0 and loss.is_floating_point():
+        return
+    if isinstance(loss, (int, float)) and not isinstance(loss, bool):
+        raise ExerciseError(
+            f"yours returns a Python {type(loss).__name__} ({loss:.4g}), not the loss tensor: the "
+            f"training loop records loss.item() itself, and a {type(loss).__name__} has no .item(). "
+            f"Return `loss` as loss_fn gave it (a 0-d tensor)", ("_step_returns_a_number",))
+    what = (f"a tensor of shape {tuple(loss.shape)}" if isinstance(loss, torch.Tensor)
+            else type(loss).__name__)
+    raise ExerciseError(f"yours returns {what}, not the loss: return `loss` as loss_fn gave it, a "
+                        f"0-d {str(dtype).removeprefix('torch.')} tensor the loop calls .item() on",
+                        ("_step_returns_a_number",))
 
 
 def _step_in_order(*actions):
@@ -162,7 +182,9 @@ EXERCISES = [
                  "_no_zero_grad": "PyTorch adds each backward() into .grad: optimizer.zero_grad() first",
                  "_no_clip": "my_clip_gradients(model.parameters(), clip) between backward() and "
                              "step()",
-                 "_step_order": "the order is zero_grad, forward, loss, backward, clip, step"}},
+                 "_step_order": "the order is zero_grad, forward, loss, backward, clip, step",
+                 "_step_returns_a_number": "return loss, the tensor: train_loop calls loss.item() "
+                                           "when it records it"}},
              library=refused(train_step, on_face(train)),
              own_work="model(ids), loss_fn, .backward(), optimizer.zero_grad() and .step(), your "
                       "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "

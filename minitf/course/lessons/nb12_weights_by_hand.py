@@ -23,6 +23,9 @@ EXERCISES = [
              "printable byte b sits at angle a = k·2π(b − 32)/95: its row is cos(a)·F1 + sin(a)·F2; "
              "the rows of TAB and EOS are T; every other row stays 0",
              judge=by_hand.judge_byte_circle,
+             options={"hints_by_diagnosis": {
+                 "_table_dtype": "E = torch.zeros(256, 4, dtype=torch.float64): the directions T, F1 "
+                                 "and F2 are float64 too"}},
              library=refused(by_hand.byte_circle),
              own_work="math.cos, math.sin, torch.zeros and the directions T, F1, F2 are fine: "
                       "by_hand.byte_circle is the circle itself"),

@@ -1,0 +1,142 @@
+"""Notebook 08: the model as the learner's own nn.Module classes (MyAttention, MyBlock,
+MyTransformer), each built from a Config, loaded with minitf's weights by name and run
+(`minitf.course.module_checks`); the slips of their forwards are the function exercises' own."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ...core.attention import MultiHeadAttention
+from ...core.config import Config
+from ...core.model import Block, Transformer
+from ...core.rope import rope_angles
+from ..cases import random_case as _rand
+from ..declaration import Exercise, refused
+from ..module_checks import drive_module, minitf_module
+from .nb03_attention import _mha_slips
+from .nb04_ffn_block import _block_slips
+from .nb08_model_forward import _forward_cases, _forward_slips
+
+
+def _configured(module: nn.Module, config: Config) -> nn.Module:
+    """A minitf module that remembers its config, as a case of a class exercise: the learner's
+    class is built from it (minitf's Transformer keeps its own; its attention and block do not)."""
+    module.config = config
+    return module.double().eval().requires_grad_(False)
+
+
+def _attention_cases():
+    """Two attentions (heads of 4 and of 2, H ≠ T), rope_base 20 in one; x and RoPE angles."""
+    cases = []
+    for seed, (C, H, B, T, base) in enumerate([(8, 2, 2, 5, 10000.0), (8, 4, 1, 3, 20.0)]):
+        torch.manual_seed(seed)
+        config = Config(d_model=C, n_heads=H, dropout=0.0, rope_base=base)
+        attn = _configured(MultiHeadAttention(config), config)
+        cos, sin = rope_angles(attn.inv_freq, T)
+        cases.append((attn, _rand(B, T, C, seed=seed + 10), cos, sin))
+    return cases
+
+
+def _block_cases():
+    """A post-norm and a pre-norm block, norms away from γ = 1, β = 0; h and RoPE angles."""
+    cases = []
+    for seed, (position, B, T) in enumerate([("post", 2, 5), ("pre", 1, 3)]):
+        torch.manual_seed(seed)
+        config = Config(d_model=8, n_heads=2, d_ff=16, norm_position=position, dropout=0.0)
+        block = _configured(Block(config), config)
+        with torch.no_grad():
+            for i, norm in enumerate((block.norm1, block.norm2)):
+                norm.weight.copy_(_rand(8, seed=10 * seed + i + 20, low=0.5, high=1.5))
+                norm.bias.copy_(_rand(8, seed=10 * seed + i + 30, low=-0.5, high=0.5))
+        cos, sin = rope_angles(block.attn.inv_freq, T)
+        cases.append((block, _rand(B, T, 8, seed=seed + 40, low=-2, high=2), cos, sin))
+    return cases
+
+
+def _with_weights(module, x, cos, sin):
+    return module(x, cos, sin, need_weights=True)
+
+
+def _logits(model, ids):
+    return model(ids)
+
+
+_CLASS_HINTS = {
+    "_not_a_class": "`class <its name>(nn.Module):` with def __init__(self, config) and def forward(…)",
+    "_not_a_module": "`class <its name>(nn.Module):`, and super().__init__() as the first line of __init__",
+    "_plain_tensor": "self.register_buffer(\"inv_freq\", theta): a buffer moves with .to() and is in "
+                     "the state dict; a plain attribute is neither",
+    "_made_in_forward": "every nn.Linear, nn.Embedding and nn.Parameter goes in __init__, as self.<name>",
+    "_state_dict_names": "the attribute names are the state dict's names: self.qkv, self.out, "
+                         "self.norm1, self.attn, self.ffn.up, self.embed, self.blocks, self.head, …",
+    "_state_dict_shapes": "nn.Linear(in_features, out_features): its weight is (out, in)",
+    "_head_not_tied": "if config.tie_embeddings: self.head.weight = self.embed.weight",
+    "_head_tied": "tie only when config.tie_embeddings is True",
+}
+
+
+EXERCISES = [
+    Exercise("MyAttention", "08", "multi-head attention as a module of your own: its layers, its "
+             "buffer, its forward", 3, 10, minitf_module, _attention_cases,
+             "the state dict of MultiHeadAttention(config) is qkv.weight (3·H·hd, C), qkv.bias, "
+             "out.weight (C, H·hd), out.bias and the buffer inv_freq (H, hd/2); forward(x, cos, sin, "
+             "need_weights=False) returns (output, weights or None), as my_multi_head_attention "
+             "computes them", drive=drive_module(_with_weights), result_names=("output", "weights"),
+             options={"diagnoses": _mha_slips, "hints_by_diagnosis": {
+                 **_CLASS_HINTS,
+                 "_mha_merge": "y.transpose(1, 2).reshape(B, T, H * hd): heads back beside each other",
+                 "_mha_split": "t.view(B, T, H, hd).transpose(1, 2) for each of q, k and v",
+                 "_mha_no_out": "the merged heads go through self.out (W_O)",
+                 "_mha_no_mask": "my_attention(q, k, v, my_causal_mask(T).to(x.device))",
+                 "_mha_kv_swapped": "q, k, v = self.qkv(x).split(H * hd, dim=-1), in this order",
+                 "_mha_no_rope": "rotate q and k (not v) after the split, before the scores"}},
+             library=refused((MultiHeadAttention.forward, "minitf.MultiHeadAttention (its forward)"),
+                             F.scaled_dot_product_attention, nn.MultiheadAttention.forward),
+             own_work="nn.Linear, register_buffer, your my_multi_head_attention, my_attention and "
+                      "my_apply_rope are fine (which layers, which shapes, and the forward are the "
+                      "exercise): minitf.MultiHeadAttention is the module itself",
+             answer_name="MyAttention"),
+    Exercise("MyBlock", "08", "the block as a module of your own: two norms, your attention, the "
+             "FFN, and your block's residuals", 2, 10, minitf_module, _block_cases,
+             "the state dict of Block(config) is norm1.weight, norm1.bias, attn.… (your MyAttention), "
+             "norm2.weight, norm2.bias, ffn.up.weight (d_ff, C), ffn.up.bias, ffn.down.weight (C, d_ff), "
+             "ffn.down.bias; forward(h, cos, sin, need_weights=False) returns (h, weights or None), "
+             "pre-norm or post-norm as config.norm_position says", drive=drive_module(_with_weights),
+             result_names=("h", "weights"),
+             options={"diagnoses": _block_slips, "hints_by_diagnosis": {
+                 **_CLASS_HINTS,
+                 "_block_no_residual": "each sub-layer adds to the stream: h + f(…)",
+                 "_block_norm_side": "self.pre_norm = config.norm_position == 'pre'; pre: h + f(norm(h)), "
+                                     "post: norm(h + f(h))",
+                 "_block_shared_norm": "two norms: self.norm1 with attention, self.norm2 with the FFN",
+                 "_block_ffn_input": "the FFN reads the stream after attention's addition",
+                 "_block_double_norm": "post-norm: attention reads h itself; the norm comes after the "
+                                       "addition only"}},
+             library=refused((Block.forward, "minitf.Block (its forward)"),
+                             (MultiHeadAttention.forward, "minitf.MultiHeadAttention (its forward)")),
+             own_work="nn.Linear, nn.Parameter, your MyAttention and your my_block, my_layer_norm and "
+                      "my_feed_forward are fine (the modules and their names are the exercise): "
+                      "minitf.Block and minitf.MultiHeadAttention are the modules themselves",
+             answer_name="MyBlock", shows=("MyLayerNorm", "MyFeedForward", "MyBlock")),
+    Exercise("MyTransformer", "08", "the model as a module of your own: the embedding, the blocks, "
+             "the final norm, the head (tied or not), and its forward", 2, 10, minitf_module, _forward_cases,
+             "the state dict of Transformer(config) is embed.weight (256, C), blocks.0.… (your MyBlock) "
+             "for each of config.n_layers blocks in an nn.ModuleList, final_norm.weight and .bias in "
+             "a pre-norm model only (None in post-norm), head.weight (256, C), head.bias; the head "
+             "shares embed's weight when config.tie_embeddings; forward(ids) returns the logits "
+             "(B, T, 256)", drive=drive_module(_logits),
+             options={"diagnoses": _forward_slips, "hints_by_diagnosis": {
+                 **_CLASS_HINTS,
+                 "_forward_no_final_norm": "a pre-norm model normalises the stream once more before "
+                                           "the head: self.final_norm",
+                 "_forward_positions": "positions(ids): my_position_ids(ids) when "
+                                       "config.positions.position_ids == 'coupled', else None",
+                 "_forward_tied": "the head is tied only when the config says so"}},
+             library=refused((Transformer.forward, "minitf.Transformer (its forward)"),
+                             (Block.forward, "minitf.Block (its forward)")),
+             own_work="nn.Embedding, nn.ModuleList, nn.Linear, rope_angles, your MyBlock and "
+                      "MyLayerNorm are fine (the modules and the tied head are the exercise): "
+                      "minitf.Transformer is the model itself",
+             answer_name="MyTransformer"),
+]
