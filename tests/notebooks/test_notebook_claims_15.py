@@ -143,3 +143,29 @@ def test_the_stored_bpe_model_is_the_recipe_s_seed_0_run(bpe):
     assert "--tokenizer bpe:1024" in meta["command"] and "--steps 267" in meta["command"]
     # the command line reproduces the bench's seed-0 run of that arm
     assert abs(meta["val"]["bits_per_byte"] - bpe.row("time", "bpe-1024").bits[0]) < 1e-3
+
+
+def test_docs_recipes_states_the_stored_comparison(bpe):
+    """docs/recipes.md's "Bytes or BPE" section: its table and its numbers are the stored ones."""
+    doc = (ROOT / "docs" / "recipes.md").read_text()
+    section = " ".join(doc[doc.index("## Bytes or BPE: `--recipe lm-fast-bpe`"):].split())
+    rng = lambda r: f"{r.median:.3f} ({min(r.bits):.3f}–{max(r.bits):.3f})"
+    for name, a in bpe.arms.items():
+        t, f = bpe.row("time", name), bpe.row("flops", name)
+        row = (f"| {name} | {a.params:,} | {a.embed_head_params:,} | {a.bytes_per_token:.2f} | "
+               f"{a.context_bytes:.0f} | {1000 * a.s_per_step:.1f} | {t.steps} | {rng(t)} | {f.steps} | {rng(f)} |")
+        assert row in section, row
+    by, t1, t2 = bpe.row("time", "bytes"), bpe.row("time", "bpe-1024"), bpe.row("time", "bpe-2048")
+    k1, b = bpe.arms["bpe-1024"], bpe.arms["bytes"]
+    assert f"by about {by.median - t1.median:.2f} bits per byte at 1,024 tokens" in section
+    spread = max(by.bits) - min(by.bits)
+    assert 3.5 * spread < min(by.bits) - max(t1.bits) < 4.5 * spread  # "about four times the spread"
+    assert abs(t1.median - t2.median) < 0.01 and "end within 0.01 of each other" in section
+    assert f"1,024 has {bpe.arms['bpe-2048'].params - k1.params:,} fewer parameters" in section
+    assert f"steps {k1.s_per_step / b.s_per_step:.2f}x as costly" in section
+    assert f"reads {t1.bytes_trained / 1e6:.2f} million in the same CPU time" in section
+    assert f"ended at {t1.bits[0]:.4f} bits per byte, as the bench's seed 0 did" in section
+    sp = bpe.tokenizer_speed
+    assert f"took {sp['fast_gpt2_cpu_s']:.2f} s of CPU with GPT-2's pre-tokenizer and {sp['fast_none_cpu_s']:.2f} s without" in section
+    assert f"about {sp['plain_projected_cpu_s']:,.0f} s of CPU" in section
+    assert "python -m minitf train --recipe lm-fast-bpe --out lm_fast_bpe.pt" in section
