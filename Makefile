@@ -34,7 +34,7 @@ lab: $(TEST_STAMP) lab-settings  ## open JupyterLab on the notebooks (options: m
 	$(VENV)/bin/jupyter lab $(ALLOW_ROOT) $(LAB_ARGS) notebooks/
 
 # every core (pytest-xdist); --dist loadscope keeps each notebook whole on one worker (nbval's README)
-PARALLEL ?= -n auto --dist loadscope
+PARALLEL ?= -n auto --dist loadscope --no-loadscope-reorder
 
 test: $(TEST_STAMP) $(SITE_STAMP)  ## every notebook re-run and compared with its stored outputs, and the fast unit tests
 	$(PY) -m pytest $(PARALLEL) -m "not slow" --nbval tests notebooks
@@ -99,5 +99,5 @@ runtimes: $(STAMP)  ## rewrite the run-time tables (README, notebook 00) from ma
 	$(PY) tools/runtimes.py
 	$(PY) tools/map_minutes.py
 
-map-minutes: $(STAMP)  ## rewrite the course map's minutes (README, notebook 00) from python -m minitf.course.course_map's count
+map-minutes: $(STAMP)  ## rewrite the course map's minutes (README, notebook 00) from tools/course_map.py's count
 	$(PY) tools/map_minutes.py

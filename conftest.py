@@ -8,3 +8,32 @@ import os
 import tempfile
 
 os.environ["MINITF_MY_PARTS"] = tempfile.mkdtemp(prefix="minitf-my-parts-")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`make test`: --dist loadscope, each notebook and each test file one unit
+    of work), hand out the longest units first: the notebooks by their time in make bench's stored
+    measurement (bench/results/bench_notebooks.json; one not measured yet counts as the longest),
+    then the test files, the most tests first. The last units handed out are then small, and no
+    worker is left running a long notebook while the other waits (the Makefile passes
+    --no-loadscope-reorder, xdist's own order by the number of tests in a unit)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    import json
+    import pathlib
+
+    measurement = pathlib.Path(__file__).parent / "bench" / "results" / "bench_notebooks.json"
+    try:
+        seconds = json.loads(measurement.read_text())["runs"][-1]["per_notebook_seconds"]
+    except (OSError, ValueError, KeyError, IndexError):
+        seconds = {}
+    units: dict[str, list] = {}
+    for item in items:
+        units.setdefault(item.nodeid.split("::")[0], []).append(item)
+
+    def cost(unit: str):
+        if unit.endswith(".ipynb"):
+            return (0, -seconds.get(pathlib.Path(unit).name, float("inf")))
+        return (1, -len(units[unit]))
+
+    items[:] = [item for unit in sorted(units, key=cost) for item in units[unit]]

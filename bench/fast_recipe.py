@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import minitf  # noqa: E402
 from minitf import cli  # noqa: E402
 from minitf.core.data import make_pairs  # noqa: E402
-from run import fmt, loadavg, now, read_recipe, stats  # noqa: E402  (bench/run.py's own helpers)
+from reporting import loadavg, utc_now  # noqa: E402
+from run import fmt, read_recipe, stats  # noqa: E402  (bench/run.py's own helpers)
 
 FAST = "python -m minitf train --recipe shift-fast"
 GOAL_S = 15.0
@@ -160,7 +161,7 @@ def main(argv=None) -> int:
     readme = readme_recipe() + (" --steps 200 --eval-every 100" if args.quick else "")
     commands = {"fast": FAST, "readme": readme}
     repeats = 1 if args.quick else args.repeats
-    res = {"date": now(), "quick": args.quick, "loadavg_start": loadavg(), "commands": commands,
+    res = {"date": utc_now(), "quick": args.quick, "loadavg_start": loadavg(), "commands": commands,
            "repeats": repeats, "confirm_pairs": args.confirm_pairs // (5 if args.quick else 1), "runs": []}
     with tempfile.TemporaryDirectory(prefix="minitf-fast-") as tmp:
         for r in range(repeats):

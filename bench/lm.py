@@ -14,10 +14,8 @@ time is the steadier figure. Writes minitf/experiments/stored/lm.json and minitf
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
-import os
 import re
 import shlex
 import statistics
@@ -35,6 +33,8 @@ import minitf  # noqa: E402
 from minitf import cli  # noqa: E402
 from minitf.core.text import tiled_windows  # noqa: E402
 import nanogpt_reference as ref  # noqa: E402
+from minitf.cli.parser import DEFAULT_WARMUP  # noqa: E402  (the CLI's warm-up when the recipe gives none)
+from reporting import command_line, loadavg, utc_now  # noqa: E402
 
 TEXT = ROOT / "data" / "text" / "tinyshakespeare.txt"
 TARGET = 1.88  # nats per byte: nanoGPT's README for its CPU configuration, after about 3 minutes
@@ -108,7 +108,8 @@ def run_minitf(recipe: str, eval_every: int, quick: bool) -> dict:
     try:
         clock = Clock()
         minitf.train(model, text.train, text.val, steps=args.steps, batch_size=args.batch_size,
-                     lr=args.lr, warmup=args.warmup, seed=args.seed,
+                     lr=args.lr, warmup=min(args.steps, DEFAULT_WARMUP if args.warmup is None else args.warmup),
+                     seed=args.seed,
                      eval_every=min(eval_every, args.steps), progress=False)
     finally:
         train_module.validate = original
@@ -210,9 +211,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     eval_every = 10 if args.quick else args.eval_every
-    result = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "command": " ".join(["python bench/lm.py", *(argv if argv is not None else sys.argv[1:])]),
-              "loadavg_start": [round(x, 2) for x in os.getloadavg()], "quick": args.quick,
+    result = {"date": utc_now(), "command": command_line("lm.py", argv),
+              "loadavg_start": loadavg(), "quick": args.quick,
               "target_nats": TARGET}
     print("minitf recipe …", flush=True)
     ours = run_minitf(lm_recipe(), eval_every, args.quick)
@@ -226,7 +226,7 @@ def main(argv=None) -> int:
     torch.manual_seed(0)  # the same shape reading a 256-byte window: the prompt and 200 bytes fit
     wide = minitf.Transformer(model.config.replace(max_len=256))
     result["kv_cache_window_256"] = kv_cache_speedup(wide, repeats=repeats)
-    result["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    result["loadavg_end"] = loadavg()
     out = args.results if not args.quick else Path("/tmp/minitf-bench-lm")
     out.mkdir(parents=True, exist_ok=True)
     (out / "lm.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -24,7 +24,6 @@ and lm_best.md.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import sys
@@ -40,7 +39,8 @@ import minitf  # noqa: E402
 from minitf.core.recipes import get as get_recipe  # noqa: E402
 from minitf.core.text import TextPart  # noqa: E402
 from lm import TEXT, val_loss  # noqa: E402
-from nanogpt import NANOGPT_ARGS, clone_commit, cpu_model, load_nanogpt, nanogpt_dir, prepare, timed  # noqa: E402
+from nanogpt import NANOGPT_ARGS, clone_commit, load_nanogpt, nanogpt_dir, prepare, timed  # noqa: E402
+from reporting import command_line, cpu_model, paired_deltas, signed_spread, utc_now  # noqa: E402
 from store import add_study_arguments, open_study  # noqa: E402
 
 TARGET = 1.47  # nats per byte: nanoGPT's train_shakespeare_char on one A100 (its README: 1.4697)
@@ -124,7 +124,7 @@ def run_one(name: str, flags: list[str], seed: int, work: Path, quick: bool) -> 
     cmd = [sys.executable, "-m", "minitf", "train", "--recipe", "lm-best", "--seed", str(seed),
            *flags, *(["--steps", "30", "--eval-every", "10"] if quick else []),
            "--no-progress", "--force", "--out", str(out)]
-    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = utc_now()
     record = timed(cmd, ROOT, work / (out.stem + ".log"))
     record |= {"loadavg_after": round(os.getloadavg()[0], 2), "date": when, "seed": seed}
     return record | score(out)
@@ -133,7 +133,7 @@ def run_one(name: str, flags: list[str], seed: int, work: Path, quick: bool) -> 
 def run_nanogpt(seed: int, work: Path, clone: Path) -> dict:
     """nanoGPT's CPU quick-start in its clone, 2 threads, timed whole; its kept checkpoint scored."""
     out_dir = work / f"nanogpt_{seed}"
-    when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    when = utc_now()
     record = timed([sys.executable, *NANOGPT_ARGS, f"--out_dir={out_dir}"], clone,
                    work / f"nanogpt_{seed}.log", env={"OMP_NUM_THREADS": "2"})
     record |= {"loadavg_after": round(os.getloadavg()[0], 2), "date": when, "seed": seed}
@@ -166,11 +166,11 @@ def report(doc: dict) -> str:
                      f"{'yes' if r['val_loss'] <= TARGET else 'no'} |")
     L += ["", "Medians over seeds:", "", "| arm | seeds | wall s | tiled | random | Δ tiled vs lm-best, paired by seed |",
           "|---|---|---:|---:|---:|---|"]
-    base = {r["seed"]: r["val_loss"] for r in doc.get("arms", {}).get("lm-best", {}).get("runs", [])}
+    base = doc.get("arms", {}).get("lm-best", {}).get("runs", [])
     for name, entry in doc.get("arms", {}).items():
         runs = entry["runs"]
-        d = [r["val_loss"] - base[r["seed"]] for r in runs if r["seed"] in base]
-        delta = f"{statistics.median(d):+.4f} ({min(d):+.4f} to {max(d):+.4f})" if d and name not in ("lm-best", NANOGPT) else "—"
+        d = paired_deltas(runs, base)
+        delta = signed_spread(d) if d and name not in ("lm-best", NANOGPT) else "—"
         L.append(f"| {name} | {len(runs)} | {med(runs, 'wall_s'):.0f} | {med(runs, 'val_loss'):.4f} | "
                  f"{med(runs, 'val_loss_random_windows'):.4f} | {delta} |")
     L += ["", "Validation during training (tiled, every 400 steps; the steps are alike, so step s came "
@@ -223,10 +223,10 @@ def main(argv=None) -> int:
                 print(f"{name} seed {seed}: {r['val_loss']:.4f} tiled, {r['val_loss_random_windows']:.4f} "
                       f"random windows, train {r['train_loss']:.4f}; {r['wall_s']:.0f} s wall, load "
                       f"{r['loadavg']} → {r['loadavg_after']}", flush=True)
-    doc["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    doc["cpu"] = cpu_model()
+    doc["date"] = utc_now()
+    doc["cpu"] = cpu_model(cores=True)
     doc["target"], doc["limit_s"] = TARGET, LIMIT_S
-    doc["command"] = " ".join(["python bench/lm_best.py", *(argv if argv is not None else sys.argv[1:])])
+    doc["command"] = command_line("lm_best.py", argv)
     store.save(report(doc))
     print(report(doc))
     return 0

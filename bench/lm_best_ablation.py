@@ -30,7 +30,6 @@ Resumable (bench/store.py). Writes minitf/experiments/stored/lm_best_ablation.js
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import multiprocessing as mp
 import os
 import statistics
@@ -43,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(ROOT))
 
+from reporting import command_line, cpu_model, paired_deltas, signed_spread, spread, utc_now  # noqa: E402
 from store import add_study_arguments, open_study  # noqa: E402
 
 STEPS = 1600  # the recipe's
@@ -85,7 +85,6 @@ def measure_step_times(doc: dict, arms: list[str], rounds: int, work: Path, step
     """One session of probes: the recipe and `arms`, round by round (the machine's load falls on
     every arm alike); a session is kept whole, and an arm's steps come from the session that timed
     it beside the recipe."""
-    from nanogpt import cpu_model
     names = ["lm-best", *[a for a in arms if a != "lm-best"]]
     times = {name: [] for name in names}
     for r in range(rounds):
@@ -93,8 +92,8 @@ def measure_step_times(doc: dict, arms: list[str], rounds: int, work: Path, step
             times[name].append(round(step_seconds(ARMS[name], work, steps), 4))
             print(f"round {r}: {name}: {times[name][-1]:.4f} s/step", flush=True)
     doc.setdefault("step_times", []).append(
-        {"cpu": cpu_model(), "threads": 2, "probe_steps": steps, "rounds": rounds,
-         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        {"cpu": cpu_model(cores=True), "threads": 2, "probe_steps": steps, "rounds": rounds,
+         "date": utc_now(),
          "seconds_per_step": times})
 
 
@@ -184,22 +183,21 @@ def report(doc: dict) -> str:
          "| Δ, paired by seed | random | train | gap |",
          "|---|---:|---:|---:|---|---|---:|---:|---:|"]
     runs = doc.get("runs", [])
-    base = {r["seed"]: r["val_loss"] for r in runs if r["arm"] == "lm-best"}
+    base = [r for r in runs if r["arm"] == "lm-best"]
     for name in ARMS:
         rs = [r for r in runs if r["arm"] == name]
         if not rs:
             continue
         v = [r["val_loss"] for r in rs]
-        d = [r["val_loss"] - base[r["seed"]] for r in rs if r["seed"] in base]
-        delta = ("—" if name == "lm-best" or not d else
-                 f"{statistics.median(d):+.4f} ({min(d):+.4f} to {max(d):+.4f})")
+        d = paired_deltas(rs, base)
+        delta = "—" if name == "lm-best" or not d else signed_spread(d)
         gap = statistics.median(r["val_loss"] - r["train_loss"] for r in rs)
         probed = [t["seconds_per_step"] for t in doc.get("step_times", []) if name in t["seconds_per_step"]]
         per = (f"{min(probed[-1][name]):.3f} ({min(probed[-1]['lm-best']):.3f})"
                if probed and name != "lm-best" else "—")
         L.append(f"| {name} | {per} | "
                  f"{rs[0]['steps']:,} | {len(rs)} | "
-                 f"{statistics.median(v):.4f} ({min(v):.4f}–{max(v):.4f}) | {delta} | "
+                 f"{spread(v)} | {delta} | "
                  f"{statistics.median(r['val_loss_random_windows'] for r in rs):.4f} | "
                  f"{statistics.median(r['train_loss'] for r in rs):.4f} | {gap:.3f} |")
     for r in (r for r in runs if r["arm"] == NANOGPT):
@@ -287,9 +285,8 @@ def main(argv=None) -> int:
         doc["device"] = (f"one {torch.cuda.get_device_name()}, torch {torch.__version__}"
                          if device == "cuda" else device)
     if jobs:
-        doc["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        doc["command"] = " ".join(["python bench/lm_best_ablation.py",
-                                   *(argv if argv is not None else sys.argv[1:])])
+        doc["date"] = utc_now()
+        doc["command"] = command_line("lm_best_ablation.py", argv)
     store.save(report(doc))
     print(report(doc))
     return 0

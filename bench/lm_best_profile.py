@@ -1,7 +1,7 @@
 """Where lm-best's ten minutes go, and how far they are from what the CPU can do.
 
     python bench/lm_best_profile.py           # about a minute on 2 threads
-    python bench/lm_best_profile.py --quick   # fewer repeats, to /tmp
+    python bench/lm_best_profile.py --quick   # fewer repeats, to /tmp/minitf-bench-lm_best_profile
 
 1. The FLOP rate of this CPU on the recipe's own matrix products (a batch of 16 windows of 256 bytes,
    so 4,096 rows; d_model 128), forward shapes, next to a large square product (2,048³), the best
@@ -11,13 +11,12 @@
 3. A profile of training steps (torch.profiler): matrix products, attention, the optimizer (Muon's
    Newton–Schulz products included), drawing the batch, the rest; and one evaluation of the whole
    validation split, which the recipe runs four times.
-Writes minitf/experiments/stored/lm_best_profile.json.
+Writes minitf/experiments/stored/lm_best_profile.json and .md; `make bench` runs it (its
+`lm_best_profile` section). Notebook 14 prints the same table (`minitf.results.load_lm_best_profile()`).
 """
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -30,10 +29,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 import minitf  # noqa: E402
 from minitf.core.flops import flops_per_token  # noqa: E402
 from minitf.core.recipes import get as get_recipe  # noqa: E402
-from minitf.core.text import evaluate_text, random_windows  # noqa: E402
+from minitf.core.text import TextPart, evaluate_text, random_windows  # noqa: E402
 from minitf.core.train import make_lm_optimizer, train_step  # noqa: E402
-from nanogpt import cpu_model  # noqa: E402
+from minitf.experiments.lm_best import format_profile  # noqa: E402
 from lm import TEXT  # noqa: E402
+from reporting import command_line, cpu_model, text_report, utc_now  # noqa: E402
+from store import add_study_arguments, open_study  # noqa: E402
 
 
 def rate(m: int, k: int, n: int, repeats: int) -> float:
@@ -104,9 +105,16 @@ def profile_steps(steps: int) -> dict:
             "self_cpu_share": {k: x / total for k, x in by.items()}}
 
 
+def report(doc: dict) -> str:
+    return text_report("Where `--recipe lm-best`'s ten minutes go",
+                       f"`{doc.get('command', 'python bench/lm_best_profile.py')}`, {doc['date']}: the CPU's "
+                       "rate on the recipe's matrix products against a large square product's, the rate "
+                       "whole training steps reach, and a step's time by kind of work.", format_profile(doc))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true")
+    add_study_arguments(p, "lm_best_profile", quick_help="fewer repeats and steps, to /tmp")
     p.add_argument("--threads", type=int, default=2)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -120,18 +128,21 @@ def main(argv=None) -> int:
     tokens = v["batch_size"] * v["context"]
     fpt = flops_per_token(model, v["context"])
     prof = profile_steps(3 if args.quick else 20)
-    text = minitf.read_text(TEXT, v["context"])
+    val = minitf.read_text(TEXT, v["context"]).val
+    if args.quick:  # a smoke run times the evaluation on 8 windows, not the whole split
+        val = TextPart(val.path, "val", val.data[:8 * v["context"]], v["context"])
     t = time.perf_counter()
-    evaluate_text(model, text.val)
+    evaluate_text(model, val)
     eval_s = time.perf_counter() - t
-    doc = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "cpu": cpu_model(),
+    doc = {"date": utc_now(), "cpu": cpu_model(cores=True),
            "threads": args.threads, "matmul_gflops": rates, "flops_per_token": fpt, "tokens_per_step": tokens,
            "recipe_gflops": round(fpt * tokens / prof["wall_s_per_step"] / 1e9, 1), "profile": prof,
-           "evaluation_s": round(eval_s, 2), "evaluations": v["steps"] // v["eval_every"]}
-    out = Path("/tmp/minitf-bench-lm_best_profile") if args.quick else ROOT / "minitf" / "experiments" / "stored"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "lm_best_profile.json").write_text(json.dumps(doc, indent=1) + "\n")
-    print(json.dumps(doc, indent=1))
+           "evaluation_s": round(eval_s, 2), "evaluations": v["steps"] // v["eval_every"],
+           "command": command_line("lm_best_profile.py", argv)}
+    store = open_study("lm_best_profile", args)
+    store.doc = doc
+    store.save(report(doc))
+    print(report(doc))
     return 0
 
 

@@ -2,6 +2,7 @@
 
     python bench/lm_best_sweep.py --device cuda --workers 4   # the stored sweep (an H100: minutes)
     python bench/lm_best_sweep.py --quick                     # a smoke run on the CPU, to /tmp
+    python bench/lm_best_sweep.py                             # without a GPU: the stored sweep's report again
 
 Ten minutes of two CPU cores train a model for about 5·10¹³ FLOPs (minitf.core.flops' count),
 so a sweep on the CPU would take hours. A GPU runs the same minitf.train in minutes: each run here
@@ -12,12 +13,13 @@ from a CPU run's in their last digits, and one seed is not a spread: the sweep p
 bench/lm_best.py measures the chosen recipe on the CPU. Every run: pre-norm, QK-norm, d_ff 4·d_model,
 heads of 32 dimensions, Muon (0.02) for the blocks' matrices, AdamW (1.5e-2, the embedding ×3) for
 the rest, warm-up–stable–decay (20 steps up, the last 40 % down), windows of 256 bytes in batches
-of 16, float32 (TF32 off). Writes minitf/experiments/stored/lm_best_sweep.json.
+of 16, float32 (TF32 off). Writes minitf/experiments/stored/lm_best_sweep.json and .md; `make bench`
+runs it (its `lm_best_sweep` section), which on a machine without a GPU renders the stored sweep's
+report again and trains nothing. Notebook 14 prints the same table (`minitf.results.load_lm_best_sweep()`).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import sys
 import time
@@ -27,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(ROOT))
 TEXT = ROOT / "data" / "text" / "tinyshakespeare.txt"
+
+from reporting import command_line, text_report, utc_now  # noqa: E402
+from store import add_study_arguments, open_study  # noqa: E402
 
 
 def size(d_model: int, n_layers: int, dropout: float = 0.0) -> dict:
@@ -72,7 +77,7 @@ def run(job: dict, device: str = "cuda", quick: bool = False) -> dict:
     torch.manual_seed(t["seed"])
     model = minitf.Transformer(minitf.Config(max_len=T, norm_position="pre", qk_norm=True, **c))
     fpt = flops_per_token(model, T)
-    steps = 25 if quick else max(50, round(job["budget"] / (fpt * t["batch"] * T)))
+    steps = 10 if quick else max(50, round(job["budget"] / (fpt * t["batch"] * T)))
     model.to(device)
     opt = make_lm_optimizer(model, t["lr"], kind="muon", embed_lr=3.0, muon_lr=0.02, weight_decay=t["wd"])
     start = time.time()
@@ -80,10 +85,11 @@ def run(job: dict, device: str = "cuda", quick: bool = False) -> dict:
                  warmup=20, schedule="wsd", cooldown=0.4, seed=t["seed"], progress=False,
                  optimizer=opt, weight_decay=t["wd"])
     seconds = time.time() - start
-    head = TextPart(text.train.path, "train", text.train.data[:len(text.val.data)], T)
+    val = TextPart(text.val.path, "val", text.val.data[:8 * T], T) if quick else text.val  # a smoke run scores 8 windows
+    head = TextPart(text.train.path, "train", text.train.data[:len(val.data)], T)
     return {**job, "steps": steps, "params": minitf.count_parameters(model), "flops_per_token": fpt,
             "epochs": steps * t["batch"] * T / len(text.train.data),
-            "val_loss": evaluate_text(model, text.val)["loss"],
+            "val_loss": evaluate_text(model, val)["loss"],
             "train_loss": evaluate_text(model, head)["loss"], "seconds": seconds, "device": device}
 
 
@@ -91,24 +97,50 @@ def _run(args):
     return run(*args)
 
 
+def report(doc: dict) -> str:
+    from minitf.experiments.lm_best import LMBestSweep
+    return text_report("How `--recipe lm-best` was found: sizes and regularisers at fixed budgets",
+                       f"`{doc['command']}`, {doc['date']}, on {doc['device']}: one seed per run, each "
+                       "trained for the steps its budget (FLOPs) buys and scored on the whole validation "
+                       "split (val) and as many bytes of the training split (train).",
+                       LMBestSweep(doc["device"], doc["runs"]).table())
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_study_arguments(p, "lm_best_sweep", quick_help="10 steps of the first arm on the CPU, scored on 8 windows, to /tmp")
     p.add_argument("--device", default="cuda")
     p.add_argument("--workers", type=int, default=1, help="runs at a time (processes)")
-    p.add_argument("--quick", action="store_true", help="25 steps of the first two arms on the CPU")
-    p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    arms, device = (ARMS[:2], "cpu") if args.quick else (ARMS, args.device)
-    out = args.out or (Path("/tmp/minitf-bench-lm_best_sweep") if args.quick
-                       else ROOT / "minitf" / "experiments" / "stored")
-    out.mkdir(parents=True, exist_ok=True)
+    arms, device = (ARMS[:1], "cpu") if args.quick else (ARMS, args.device)
+    store = open_study("lm_best_sweep", args)
+    if device == "cuda" and not torch_cuda():
+        if not store.doc:
+            p.error(f"no stored sweep in {store.path} and no GPU here: run with --device cuda on one")
+        print(f"no GPU here: the stored sweep's report again ({store.markdown_path}), nothing trained")
+        store.save(report(store.doc))
+        return 0
     with mp.get_context("spawn").Pool(args.workers) as pool:
         records = list(pool.imap(_run, [(a, device, args.quick) for a in arms]))
     for r in records:
         print(f"{r['name']:60s} {r['budget']:.0e} FLOPs, {r['steps']:5d} steps: {r['val_loss']:.4f} "
               f"(train {r['train_loss']:.4f})")
-    (out / "lm_best_sweep.json").write_text(json.dumps({"runs": records}, indent=1) + "\n")
+    store.doc = {"device": device_name(device, args.workers), "date": utc_now(),
+                 "command": command_line("lm_best_sweep.py", argv), "runs": records}
+    store.save(report(store.doc))
     return 0
+
+
+def torch_cuda() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+def device_name(device: str, workers: int) -> str:
+    """The device as the stored sweep names it: 'one NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, 4 runs at a time'."""
+    import torch
+    name = f"one {torch.cuda.get_device_name()}" if device == "cuda" else "the CPU"
+    return f"{name}, torch {torch.__version__}, {workers} run{'s' * (workers != 1)} at a time"
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ Writes minitf/experiments/stored/lm_envelope.json and lm_envelope.md.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import math
 import statistics
@@ -43,6 +42,7 @@ import minitf  # noqa: E402
 from minitf.core.flops import flops_per_token  # noqa: E402
 from minitf.core.model import count_parameters  # noqa: E402
 import lm_growth as G  # noqa: E402
+from reporting import command_line, utc_now  # noqa: E402
 from store import add_study_arguments, config_spec, open_study  # noqa: E402
 
 SIZES = {"4L d64 (target)": None, "2L d64": "L2", "1L d64": "L1", "4L d32": "d32"}
@@ -186,8 +186,8 @@ def main(argv=None) -> int:
                            "where_per_seed": [w for _, w in per_seed],
                            "vs_scratch_per_seed": [None if c is None else 1.0 / c for c, _ in per_seed_s],
                            "where_scratch_per_seed": [w for _, w in per_seed_s]}
-    result.update({"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                   "command": " ".join(["python bench/lm_envelope.py", *(argv if argv is not None else sys.argv[1:])]),
+    result.update({"date": utc_now(),
+                   "command": command_line("lm_envelope.py", argv),
                    "lr": lr, "budget_steps": steps, "budget_flops": growth["budget_flops"],
                    "sizes": {s: {"parameters": count_parameters(minitf.Transformer(size_config(s))),
                                  "flops_per_token": flops_per_token(size_config(s), G.CONTEXT)} for s in SIZES},

@@ -17,7 +17,6 @@ Writes minitf/experiments/stored/lm_fast.json and lm_fast.md.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import statistics
@@ -33,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import minitf  # noqa: E402
 from minitf.core.train import make_lm_optimizer  # noqa: E402
 from lm import TEXT, run_reference, val_loss  # noqa: E402
+from reporting import command_line, paired_deltas, signed_spread, spread, utc_now  # noqa: E402
 from store import add_study_arguments, open_study  # noqa: E402
 
 TARGET = 1.89  # nats per byte: nanoGPT's CPU quick-start, scored by our evaluator (bench/nanogpt.py)
@@ -125,9 +125,9 @@ def ratios(result: dict, name: str, key: str = "wall_s") -> list[float]:
     return [a[key] / ref[a["seed"]][key] for a in ours if a["seed"] in ref]
 
 
-def paired(runs, base) -> str:
-    d = [r["val_loss"] - base[r["seed"]] for r in runs if r["seed"] in base]
-    return f"{statistics.median(d):+.4f} ({min(d):+.4f} to {max(d):+.4f})" if d else "—"
+def paired(runs, base_runs) -> str:
+    d = paired_deltas(runs, base_runs)
+    return signed_spread(d) if d else "—"
 
 
 def report(result: dict) -> str:
@@ -145,7 +145,7 @@ def report(result: dict) -> str:
          "| arm | parameters | steps | ms/step | wall s | CPU s | val loss | Δ loss vs lm-fast, paired by seed | "
          "≤ 1.89 | wall ÷ reference | CPU ÷ reference |",
          "|---|---:|---:|---:|---:|---:|---|---|---|---:|---:|"]
-    base = {r["seed"]: r["val_loss"] for r in result["runs"].get("lm-fast", {}).get("runs", [])}
+    base = result["runs"].get("lm-fast", {}).get("runs", [])
     for name, entry in result["runs"].items():
         runs = entry["runs"]
         if not runs:
@@ -153,9 +153,9 @@ def report(result: dict) -> str:
         s = summary(runs)
         ok = sum(r["val_loss"] <= TARGET for r in runs)
         rr = ratios(result, name) if name != "reference" else []
-        ratio = f"{statistics.median(rr):.3f} ({min(rr):.3f}–{max(rr):.3f})" if rr else "1"
+        ratio = spread(rr, 3) if rr else "1"
         rc = ratios(result, name, "cpu_s") if name != "reference" else []
-        ratio += " | " + (f"{statistics.median(rc):.3f} ({min(rc):.3f}–{max(rc):.3f})" if rc else "1")
+        ratio += " | " + (spread(rc, 3) if rc else "1")
         L.append(f"| {name} | {s['params']:,} | {s['steps']} | {s['ms_per_step']:.1f} | {s['wall_s']:.1f} | "
                  f"{s['cpu_s']:.1f} | {s['val_loss']:.4f} ({s['min_loss']:.4f}–{s['max_loss']:.4f}) | "
                  f"{paired(runs, base)} | {ok}/{len(runs)} | {ratio} |")
@@ -214,9 +214,9 @@ def main(argv=None) -> int:
             if new:
                 print(f"reference seed {r['seed']}: {r['val_loss']:.4f} in {r['wall_s']:.1f} s wall "
                       f"({r['cpu_s']:.1f} CPU, load {r['loadavg']})", flush=True)
-    result["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    result["date"] = utc_now()
     result["target"] = TARGET
-    result["command"] = " ".join(["python bench/lm_fast.py", *(argv if argv is not None else sys.argv[1:])])
+    result["command"] = command_line("lm_fast.py", argv)
     loads = [r["loadavg"] for e in result["runs"].values() for r in e["runs"]]
     result["load_range"] = f"{min(loads):.1f}–{max(loads):.1f}" if loads else "?"
     store.save(report(result))

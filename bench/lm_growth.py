@@ -26,7 +26,6 @@ Writes minitf/experiments/stored/lm_growth.json and minitf/experiments/stored/lm
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import statistics
 import sys
@@ -44,6 +43,7 @@ from minitf.core.flops import flops_per_token  # noqa: E402
 from minitf.core.model import count_parameters  # noqa: E402
 from minitf.core.train import make_batches, make_optimizer, train_step  # noqa: E402
 from lm import TEXT, Clock, val_loss  # noqa: E402
+from reporting import command_line, loadavg, utc_now  # noqa: E402
 from store import add_study_arguments, open_study  # noqa: E402
 
 CONTEXT, BATCH, WEIGHT_DECAY = 64, 32, 0.01
@@ -141,7 +141,7 @@ def run(name: str, arm: dict, seed: int, lr: float, steps: int, text, fractions,
     model = minitf.Transformer(SMALL[arm["small"]] if "small" in arm else TARGET)
     opt = make_optimizer(model, lr, WEIGHT_DECAY)
     batches = make_batches(text.train, BATCH, torch.Generator().manual_seed(seed))
-    load0 = [round(x, 2) for x in os.getloadavg()]
+    load0 = loadavg()
     spent, step, small_steps, growth, curve = 0, 0, None, None, []
     pending = list(fractions)
     clock = Clock()
@@ -181,7 +181,7 @@ def run(name: str, arm: dict, seed: int, lr: float, steps: int, text, fractions,
     return {"arm": name, "seed": seed, "lr": lr, "budget_steps": steps, "budget_flops": budget,
             "steps": step, "small_steps": small_steps, "tokens": step * tokens_per_step,
             "flops": spent, "final_val_loss": curve[-1]["val_loss"], "cpu_s": cpu, "wall_s": wall,
-            "loadavg": [load0, [round(x, 2) for x in os.getloadavg()]], "growth": growth,
+            "loadavg": [load0, loadavg()], "growth": growth,
             "curve": curve}
 
 
@@ -328,8 +328,8 @@ def main(argv=None) -> int:
         return {"arm": (stored["arms"] or {}).get(old["arm"]), "seed": old["seed"], "lr": old["lr"],
                 "steps": old["budget_steps"], "fractions": stored["fractions"], "windows": stored["eval_windows"]}
 
-    result.update({"command": " ".join(["python bench/lm_growth.py", *(argv if argv is not None else sys.argv[1:])]),
-                   "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "quick": quick,
+    result.update({"command": command_line("lm_growth.py", argv),
+                   "date": utc_now(), "quick": quick,
                    "budget_steps": steps, "budget_flops": steps * BATCH * CONTEXT * flops_per_token(TARGET, CONTEXT),
                    "target_config": TARGET.to_dict(), "target_parameters": count_parameters(minitf.Transformer(TARGET)),
                    "small_configs": {k: c.to_dict() for k, c in SMALL.items()},
@@ -337,7 +337,7 @@ def main(argv=None) -> int:
                                        **{k: flops_per_token(c, CONTEXT) for k, c in SMALL.items()}},
                    "arms": ARMS, "seeds": seeds, "lrs": lrs, "eval_windows": windows, "fractions": fractions,
                    "warmup": WARMUP, "decay": DECAY, "batch_size": BATCH, "context": CONTEXT})
-    result.setdefault("loadavg_start", [round(x, 2) for x in os.getloadavg()])
+    result.setdefault("loadavg_start", loadavg())
     runs = result.setdefault("runs", {})
 
     def ensure(name, seed, lr):
@@ -345,7 +345,7 @@ def main(argv=None) -> int:
 
         def measure():
             r = run(name, ARMS[name], seed, lr, steps, text, fractions, windows)
-            result["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+            result["loadavg_end"] = loadavg()
             return r
         r, new = store.run(runs, spec(name, seed, lr), measure, key=k, legacy=stored_spec)
         if new:
@@ -367,7 +367,7 @@ def main(argv=None) -> int:
                 if name in args.arms:
                     ensure(name, seed, lr)
     result["summary"] = summarize(result)
-    result["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    result["loadavg_end"] = loadavg()
     store.save(report(result))
     print(report(result))
     return 0

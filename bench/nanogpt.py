@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime as dt
 import importlib.util
 import json
 import os
 import pickle
-import platform
 import resource
 import shutil
 import statistics
@@ -44,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import minitf  # noqa: E402
 from lm import TEXT, val_loss  # noqa: E402
+from reporting import cpu_model, spread, utc_now  # noqa: E402
 
 STORED = ROOT / "minitf" / "experiments" / "stored"
 # nanoGPT's README, "I only have a macbook" (its CPU quick-start), word for word
@@ -52,19 +51,6 @@ NANOGPT_ARGS = ["train.py", "config/train_shakespeare_char.py", "--device=cpu", 
                 "--n_layer=4", "--n_head=4", "--n_embd=128", "--max_iters=2000",
                 "--lr_decay_iters=2000", "--dropout=0.0"]
 LM_FAST = ["-m", "minitf", "train", "--recipe", "lm-fast"]
-
-
-def cpu_model() -> str:
-    """The CPU's name as /proc/cpuinfo gives it (platform's guess elsewhere), with its core count."""
-    name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{name}, {os.cpu_count()} cores"
 
 
 def nanogpt_dir(given: str | None) -> Path:
@@ -186,7 +172,7 @@ def report(result: dict) -> str:
         return statistics.median(r[who][key] for r in rounds)
 
     def span(values):
-        return f"{statistics.median(values):.3f}× ({min(values):.3f}–{max(values):.3f}×)"
+        return spread(values, 3, "×")
 
     wall = [r["lm_fast"]["wall_s"] / r["nanogpt"]["wall_s"] for r in rounds]
     cpu = [r["lm_fast"]["cpu_s"] / r["nanogpt"]["cpu_s"] for r in rounds]
@@ -203,7 +189,7 @@ def report(result: dict) -> str:
     for who, name in (("lm_fast", "`--recipe lm-fast`"), ("nanogpt", "nanoGPT quick-start")):
         losses = [r[who]["val_loss"] for r in rounds]
         L.append(f"| {name} | {med(who, 'wall_s'):.1f} | {med(who, 'cpu_s'):.1f} | "
-                 f"{statistics.median(losses):.4f} ({min(losses):.4f}–{max(losses):.4f}) |")
+                 f"{spread(losses)} |")
     L += ["", f"lm-fast's time ÷ nanoGPT's, round by round: CPU {span(cpu)}, wall {span(wall)}. "
           "On a busy machine the CPU ratio is the steadier figure: wall time is what the other jobs leave.",
           ""]
@@ -228,7 +214,7 @@ def main(argv=None) -> int:
     clone = nanogpt_dir(args.nanogpt)
     prepare(clone)
     commit = clone_commit(clone)
-    result = {"cpu": cpu_model(), "torch": torch.__version__,
+    result = {"cpu": cpu_model(cores=True), "torch": torch.__version__,
               "nanogpt_threads": args.nanogpt_threads or torch.get_num_threads(),
               "nanogpt_threads_given": args.nanogpt_threads is not None,
               "nanogpt_commit": commit, "rounds": []}
@@ -238,7 +224,7 @@ def main(argv=None) -> int:
             r = run_round(clone, Path(tmp), i, args.nanogpt_threads)
             result["rounds"].append(r)
             print(f"round {i}: lm-fast {r['lm_fast']}, nanoGPT {r['nanogpt']}", flush=True)
-            result["date"] = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+            result["date"] = utc_now()
             path.write_text(json.dumps(result, indent=1) + "\n")
             md.write_text(report(result))
     print(report(result))

@@ -56,6 +56,21 @@ rendered from whatever results exist, each with its own date):
              commands as their users run them, in turn; shows minitf/experiments/stored/nanogpt_quickstart.md
   site       `make site`'s build (python tools/site.py, a fresh process each time, 3 repeats): the
              static course from the stored notebooks, against its goal of 30 s
+  norm_position
+             runs bench/norm_position.py (~1 min of one core): pre- against post-norm on notebook 04's
+             copy task, 5 seeds, with each layer's gradient norm; shows minitf/experiments/stored/norm_position.md
+  train_seeds
+             runs bench/train_seeds.py (~1 min of one core): notebook 08's training run from ten random
+             starts; shows minitf/experiments/stored/train_seeds.md
+  lm_best_profile
+             runs bench/lm_best_profile.py (~1 min of both cores): this CPU's rate on lm-best's matrix
+             products and where a step's time goes; shows minitf/experiments/stored/lm_best_profile.md
+  lm_best_sweep
+             runs bench/lm_best_sweep.py: the sweep of sizes and regularisers that chose lm-best (a GPU:
+             without one it re-reports the stored sweep); --quick: 10 steps of one arm on the CPU, to
+             /tmp; shows minitf/experiments/stored/lm_best_sweep.md
+
+Every script in bench/ is a section's or a module one of them imports (tests/test_bench.py checks it).
 
 A benchmark, not a test: nothing here fails on a slow machine; goals are reported as met or missed.
 """
@@ -64,7 +79,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import datetime as dt
 import importlib
 import json
 import os
@@ -85,6 +99,8 @@ RESULTS = BENCH / "results"  # this script's own measurements: bench-only, not i
 STORED = ROOT / "minitf" / "experiments" / "stored"  # the studies' results, which minitf reads
 sys.path.insert(0, str(BENCH))
 
+from reporting import cpu_model, loadavg, utc_now  # noqa: E402
+
 PLACEHOLDER_RECIPE = ("python -m minitf train --d-model 32 --n-heads 4 --norm-position pre "
                       "--steps 3000 --lr 6e-3 --out model.pt")
 SOLVED = 0.99          # exact match that counts as solved
@@ -94,20 +110,14 @@ NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
             "length", "lm_fast", "lm_envelope", "lm_best", "lm_best_ablation", "bpe", "site", "nanogpt")
+# the notebooks' smaller studies, each a script of its own
+SECTIONS += ("norm_position", "train_seeds", "lm_best_profile", "lm_best_sweep")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
-
-
-def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def stats(values) -> dict:
     v = sorted(values)
     return {"min": v[0], "median": statistics.median(v), "max": v[-1], "n": len(v)}
-
-
-def loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def save_result(name: str, data: dict, results: Path) -> None:
@@ -142,7 +152,7 @@ def bench_steps(args) -> dict:
     sizes = {"d_model 4 (seed)": minitf.Config(),
              "d_model 64": minitf.Config(d_model=64, n_heads=4, d_ff=128)}
     rounds, per_round = (3, 2) if args.quick else (args.rounds, 3)
-    out = {"date": now(), "loadavg_start": loadavg(), "batch": list(ids.shape),
+    out = {"date": utc_now(), "loadavg_start": loadavg(), "batch": list(ids.shape),
            "rounds": rounds, "steps_per_round": per_round, "warmup_steps": 3, "runs": []}
     for threads in args.threads:
         torch.set_num_threads(threads)
@@ -326,7 +336,7 @@ def bench_solve(args, results: Path) -> dict:
     recipe, source = (args.recipe, "--recipe") if args.recipe else read_recipe()
     repeats = [1] + [0] * (len(args.solve_threads) - 1) if args.quick else \
         (args.solve_repeats + args.solve_repeats[-1:] * len(args.solve_threads))[:len(args.solve_threads)]
-    out = {"date": now(), "loadavg_start": loadavg(), "recipe": recipe, "recipe_source": source,
+    out = {"date": utc_now(), "loadavg_start": loadavg(), "recipe": recipe, "recipe_source": source,
            "stop_when_solved": args.stop_when_solved, "time_limit_s": args.solve_time_limit,
            "criterion": f"first evaluation with exact match >= {SOLVED:.0%} on the CLI's fresh held-out "
                         "pairs (generated, no input seen in training)",
@@ -367,7 +377,7 @@ def bench_solve(args, results: Path) -> dict:
 def bench_notebooks(args, results: Path) -> dict:
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     repeats = 1 if args.quick else args.nb_repeats
-    out = {"date": now(), "loadavg_start": loadavg(), "notebooks": notebooks, "runs": [],
+    out = {"date": utc_now(), "loadavg_start": loadavg(), "notebooks": notebooks, "runs": [],
            "cpu": cpu_model(), "cores": os.cpu_count(),
            "command": ".venv/bin/python -m pytest --nbval notebooks -q --junitxml=<file>"}
     for r in range(repeats):
@@ -402,7 +412,7 @@ def bench_site(args) -> dict:
     included), into a throwaway folder; pages and size of what it wrote."""
     import tempfile
     repeats = 1 if args.quick else 3
-    out = {"date": now(), "loadavg_start": loadavg(), "runs": [],
+    out = {"date": utc_now(), "loadavg_start": loadavg(), "runs": [],
            "command": ".venv/bin/python tools/site.py --out <tmp>"}
     for r in range(repeats):
         with tempfile.TemporaryDirectory() as tmp:
@@ -428,7 +438,7 @@ ORIGAMI_SCRIPTS = ("origami_growth.py", "origami_recipe_growth.py")
 
 def bench_origami(args, results: Path) -> dict:
     """Run the Origami experiments (each writes minitf/experiments/stored/origami*.json) and collect them."""
-    out = {"date": now(), "mode": args.origami, "runs": []}
+    out = {"date": utc_now(), "mode": args.origami, "runs": []}
     for name in ORIGAMI_SCRIPTS:
         script = BENCH / name
         if not script.exists() or args.origami != "run":
@@ -456,7 +466,7 @@ def bench_script(script: str, args) -> dict:
     run = {"command": " ".join(["python"] + cmd[1:]), "exit_code": proc.returncode,
            "wall_seconds": time.perf_counter() - t0, "stderr_tail": proc.stderr.strip().splitlines()[-5:]}
     print(f"  {script}: exit {proc.returncode} after {run['wall_seconds']:.1f} s", flush=True)
-    return {"date": now(), "runs": [run]}
+    return {"date": utc_now(), "runs": [run]}
 
 
 def bench_nanogpt(args) -> dict:
@@ -464,21 +474,11 @@ def bench_nanogpt(args) -> dict:
     never part of this repository) and nothing under --quick (its one run takes minutes)."""
     if not os.environ.get("NANOGPT_DIR") or args.quick:
         print("  nanogpt: skipped (set NANOGPT_DIR to a clone of karpathy/nanoGPT; not under --quick)")
-        return {"date": now(), "runs": []}
+        return {"date": utc_now(), "runs": []}
     return bench_script("nanogpt.py", args)
 
 
 # --- the report ---------------------------------------------------------------------------------
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo; platform's guess elsewhere): a stored time names its CPU."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        lines = []
-    return next((l.split(":", 1)[1].strip() for l in lines if l.startswith("model name")),
-                platform.processor() or platform.machine())
-
 
 def machine() -> dict:
     import torch
@@ -674,7 +674,11 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
             ("lm_best", "lm_best.md", "nanoGPT's GPU mark on two CPU cores: `--recipe lm-best`"),
             ("lm_best_ablation", "lm_best_ablation.md", "`--recipe lm-best`: what each ingredient buys"),
             ("bpe", "bpe.md", "Bytes or BPE? lm-fast on BPE tokens, in bits per byte"),
-            ("nanogpt", "nanogpt_quickstart.md", "`--recipe lm-fast` beside nanoGPT's own CPU quick-start")],
+            ("nanogpt", "nanogpt_quickstart.md", "`--recipe lm-fast` beside nanoGPT's own CPU quick-start"),
+            ("norm_position", "norm_position.md", "Pre-norm against post-norm (notebook 04)"),
+            ("train_seeds", "train_seeds.md", "Notebook 08's training run from ten random starts"),
+            ("lm_best_profile", "lm_best_profile.md", "Where `--recipe lm-best`'s ten minutes go"),
+            ("lm_best_sweep", "lm_best_sweep.md", "How `--recipe lm-best` was found")],
             start=5):
         # the long experiments: what bench/run.py ran, then the summary each wrote itself
         section, md = load(name), STORED / summary
@@ -791,7 +795,7 @@ def main(argv=None) -> int:
     results.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         env = machine()
-        env.update(date=now(), command="python bench/run.py " + " ".join(argv))
+        env.update(date=utc_now(), command="python bench/run.py " + " ".join(argv))
         save_result("machine", env, results)
         sections = {"steps": lambda: bench_steps(args), "solve": lambda: bench_solve(args, results),
                     "notebooks": lambda: bench_notebooks(args, results),
@@ -808,10 +812,14 @@ def main(argv=None) -> int:
                     "lm_best_ablation": lambda: bench_script("lm_best_ablation.py", args),
                     "bpe": lambda: bench_script("bpe.py", args),
                     "nanogpt": lambda: bench_nanogpt(args),
-                    "site": lambda: bench_site(args)}
+                    "site": lambda: bench_site(args),
+                    "norm_position": lambda: bench_script("norm_position.py", args),
+                    "train_seeds": lambda: bench_script("train_seeds.py", args),
+                    "lm_best_profile": lambda: bench_script("lm_best_profile.py", args),
+                    "lm_best_sweep": lambda: bench_script("lm_best_sweep.py", args)}
         for name in SECTIONS:
             if name in args.only:
-                print(f"[{now()}] {name} …", flush=True)
+                print(f"[{utc_now()}] {name} …", flush=True)
                 data = sections[name]()
                 data["quick"] = args.quick
                 data["run_command"] = "python bench/run.py " + " ".join(argv)

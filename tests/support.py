@@ -8,6 +8,7 @@ lives there). conftest.py keeps only fixtures and pytest's set-up.
 import functools
 import json
 import pathlib
+import re
 
 import torch
 
@@ -95,6 +96,20 @@ def code_cell(notebook, starts: str | None = None, *, containing: str | None = N
 def printed(notebook, starts: str | None = None, *, containing: str | None = None, results: bool = False) -> str:
     """What the one code cell found so (see code_cell) printed; with results, its shown values too."""
     return cell_output(code_cell(notebook, starts=starts, containing=containing), results)
+
+
+NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?(?!\w)")
+
+
+def numbers(text: str, after: str = "") -> list[float]:
+    """The numbers written in `text`, in order, from the first `after` on (if given): "2,304" is
+    2304.0, "−0.12" (a minus sign) -0.12, "87%" 87.0, "1e-11" 1e-11; a number that is part of a
+    name ("L0", "4L", "d64", "7B") is none. A claim test reads a printed number so and checks the relation its sentence
+    states (an order, a ratio, a range), not the sentence's words."""
+    if after:
+        assert after in text, f"{after!r} is not in:\n{text}"
+        text = text[text.index(after) + len(after):]
+    return [float(m.replace(",", "").replace("−", "-")) for m in NUMBER.findall(text)]
 
 
 def outputs(notebook, results: bool = True) -> list[tuple[int, str]]:

@@ -137,3 +137,68 @@ def test_runner_reads_the_recipe_command(tmp_path, monkeypatch):
     assert source == "docs/recipes.md"
     assert cmd.split() == ["python", "-m", "minitf", "train", "--d-model", "32", "--steps", "10",
                            "--out", "m.pt"]
+
+
+# --- every script in bench/ earns its place: `make bench` reaches it -------------------------------
+
+import ast  # noqa: E402
+
+BENCH = ROOT / "bench"
+
+
+def scripts_named(source: str) -> set[str]:
+    """The bench scripts a source runs by name: string literals 'x.py' or 'bench/x.py' (f-strings'
+    parts included) that name a file of bench/."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value.removeprefix("bench/")
+            if name.endswith(".py") and "/" not in name and (BENCH / name).is_file():
+                found.add(name[:-3])
+    return found
+
+
+def bench_imports(source: str) -> set[str]:
+    """The bench modules a source imports (`import lm`, `from store import …`)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+        found |= {n.split(".")[0] for n in names if (BENCH / f"{n.split('.')[0]}.py").is_file()}
+    return found
+
+
+def reachable_from_make_bench() -> set[str]:
+    """bench/run.py (what `make bench` runs), every script it runs by name, and every bench module
+    any of them imports, followed to the end."""
+    seen, todo = set(), ["run"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        source = (BENCH / f"{name}.py").read_text()
+        todo += sorted((scripts_named(source) if name == "run" else set()) | bench_imports(source))
+    return seen
+
+
+def test_every_bench_script_is_reachable_from_make_bench():
+    scripts = {p.stem for p in BENCH.glob("*.py")}
+    assert not scripts - reachable_from_make_bench(), \
+        "bench scripts no `make bench` section runs or imports: add a section to bench/run.py or delete them"
+
+
+def test_every_section_of_make_bench_is_one_it_can_run():
+    run = load_bench_module("run")
+    source = (BENCH / "run.py").read_text()
+    for name in run.SECTIONS:
+        assert f'"{name}": lambda' in source, f"section {name} has no entry in bench/run.py's main"
+    assert {"norm_position", "train_seeds", "lm_best_profile", "lm_best_sweep"} <= set(run.SECTIONS)
+
+
+def test_the_reachability_check_sees_a_script_nothing_runs():
+    assert scripts_named('cmd = [sys.executable, "bench/lm.py"]\nbench_script("tiny_sweep.py", args)\n') == \
+        {"lm", "tiny_sweep"}
+    assert scripts_named('f"bench/{script}"\n"nowhere.py"\n') == set()
+    assert bench_imports("from store import Store\nimport lm, torch\nfrom .x import y\n") == {"store", "lm"}
+    assert "lm_best" in reachable_from_make_bench() and "store" in reachable_from_make_bench()

@@ -127,3 +127,56 @@ def test_resuming_a_stored_study_trains_nothing_again(study, tmp_path, monkeypat
     before = json.loads((tmp_path / f"{study}.json").read_text())["runs"]
     assert module.main(["--out", str(tmp_path)]) == 0
     assert len(json.loads((tmp_path / f"{study}.json").read_text())["runs"]) == len(before)
+
+
+# --- every stored report is what its study renders from its stored JSON ----------------------------
+
+STORED = ROOT / "minitf" / "experiments" / "stored"
+# a stored report → the bench script and its function that render it from the stored JSON
+REPORTS = {"lm": ("lm", "report"), "lm_best": ("lm_best", "report"),
+           "lm_best_ablation": ("lm_best_ablation", "report"), "lm_fast": ("lm_fast", "report"),
+           "nanogpt_quickstart": ("nanogpt", "report"), "nanogpt_quickstart_default_threads": ("nanogpt", "report"),
+           "lm_envelope": ("lm_envelope", "report"), "lm_growth": ("lm_growth", "report"),
+           "length_study": ("length_study", "render"), "tiny_sweep": ("tiny_sweep", "render"),
+           "fast_recipe": ("fast_recipe", "render"), "origami_growth": ("origami_growth", "markdown"),
+           "origami_recipe_growth": ("origami_recipe_growth", "markdown"),
+           "norm_position": ("norm_position", "report"), "train_seeds": ("train_seeds", "report"),
+           "lm_best_profile": ("lm_best_profile", "report"), "lm_best_sweep": ("lm_best_sweep", "report")}
+
+
+def rendered(study: str) -> str:
+    doc = json.loads((STORED / f"{study}.json").read_text())
+    if study == "ablation":  # the ladder renders itself (minitf.experiments.ablation)
+        from minitf.experiments.ablation import Ablation
+        return Ablation.from_dict(doc).markdown(command="python bench/ablation.py")
+    script, function = REPORTS[study]
+    return getattr(importlib.import_module(script), function)(doc)
+
+
+def test_every_stored_report_has_its_renderer():
+    assert {p.stem for p in STORED.glob("*.md")} == set(REPORTS) | {"ablation"}
+
+
+@pytest.mark.parametrize("study", [*REPORTS, "ablation"])
+def test_each_stored_report_is_what_its_study_renders_from_its_json(study):
+    """The reports share their helpers (bench/reporting.py); a change to one that changed what a
+    stored report says, or a report edited by hand, fails here."""
+    assert rendered(study).rstrip("\n") == (STORED / f"{study}.md").read_text().rstrip("\n")
+
+
+# the cheap studies' smoke runs (a few seconds of CPU each): `--quick` works, and writes to --out its
+# result and the report rendered from it
+QUICK = ["norm_position", "train_seeds", "ablation", "length_study", "tiny_sweep", "lm_growth",
+         "origami_growth", "origami_recipe_growth"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", QUICK)
+def test_a_cheap_study_runs_quick(study, tmp_path, monkeypatch):
+    import subprocess
+    done = subprocess.run([sys.executable, f"bench/{study}.py", "--quick", "--out", str(tmp_path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    monkeypatch.setattr(sys.modules[__name__], "STORED", tmp_path)  # render the smoke run's JSON
+    assert json.loads((tmp_path / f"{study}.json").read_text())["runs"]
+    assert rendered(study).rstrip("\n") == (tmp_path / f"{study}.md").read_text().rstrip("\n")

@@ -294,3 +294,27 @@ def test_every_line_of_the_picture_ends_inside_it(model, text):
         assert "RoPE on q, k (coupled ids)\nhead tied to the embedding" in "\n".join(
             t.get_text() for t in fig.texts)
     assert "A picture of minitf.Explorer" in shown
+
+
+def test_the_measured_width_of_a_line_is_matplotlibs():
+    """The picture breaks its long lines by their width, measured by `_x_extent` (matplotlib's
+    `get_extents`, 30 times slower, made the picture take seconds): the same numbers, for quadratic
+    curves (the TrueType font's) and cubic ones (matplotlib's own) alike."""
+    import numpy as np
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.path import Path
+    from matplotlib.textpath import TextPath
+    from minitf.views.explorer_model import model_summary
+    from minitf.views.explorer_picture import _x_extent
+
+    lines = [model_summary(shift_by_hand().config), "input a␣b⇥ (4 bytes), following position t=3 '⇥'",
+             "(é) ·×→ 0123456789 _-,.:'\" xyz"]
+    paths = [TextPath((0, 0), s, size=10, prop=FontProperties(weight=w))
+             for s in lines for w in ("normal", "bold")]
+    rng = np.random.default_rng(0)
+    paths += [Path(rng.normal(size=(8, 2)), [Path.MOVETO] + [Path.CURVE4] * 6 + [Path.CLOSEPOLY]),
+              Path(rng.normal(size=(6, 2)), [Path.MOVETO, Path.CURVE3, Path.CURVE3, Path.LINETO,
+                                             Path.CURVE3, Path.CURVE3])]
+    for path in paths:
+        extents = path.get_extents()
+        assert _x_extent(path) == pytest.approx((extents.x0, extents.x1), rel=0, abs=1e-12)

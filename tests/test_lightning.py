@@ -10,7 +10,6 @@ import pytest
 import torch
 
 import minitf
-from minitf.lightning import MinitfDataModule, TextDataModule, fit, to_minitf_checkpoint
 
 QUIET = {"accelerator": "cpu", "enable_progress_bar": False}
 
@@ -23,11 +22,19 @@ QUIET = {"accelerator": "cpu", "enable_progress_bar": False}
 TOLERANCE = 1e-4
 
 
+@pytest.fixture(scope="module")
+def lit():
+    """minitf.lightning, imported when these tests run: `import lightning` takes ~3 s, which every
+    pytest worker paid at collection when this file imported it at the top."""
+    import minitf.lightning
+    return minitf.lightning
+
+
 def curves_agree(a, b):
     return len(a) == len(b) and max(abs(x - y) for x, y in zip(a, b)) <= TOLERANCE
 
 
-def test_lightning_and_minitf_train_reach_the_same_loss_curve_on_pairs():
+def test_lightning_and_minitf_train_reach_the_same_loss_curve_on_pairs(lit):
     pairs = minitf.make_pairs("copy", 96, seed=0, max_len=5)
     val = minitf.make_pairs("copy", 24, seed=1, max_len=5)
     torch.manual_seed(3)
@@ -35,7 +42,8 @@ def test_lightning_and_minitf_train_reach_the_same_loss_curve_on_pairs():
     twin = copy.deepcopy(model)
     settings = {"steps": 40, "lr": 1e-2, "warmup": 10, "seed": 4, "eval_every": 20}
     ours = minitf.train(model, pairs, val, batch_size=16, progress=False, **settings)
-    theirs = fit(twin, MinitfDataModule(pairs, val, batch_size=16, seed=4), **settings, **QUIET)
+    data = lit.MinitfDataModule(pairs, val, batch_size=16, seed=4)
+    theirs = lit.fit(twin, data, **settings, **QUIET)
     assert curves_agree(ours.loss, theirs.loss)
     assert ours.lr == theirs.lr and ours.tokens == theirs.tokens
     assert [v["step"] for v in theirs.val] == [20, 40]
@@ -46,7 +54,7 @@ def test_lightning_and_minitf_train_reach_the_same_loss_curve_on_pairs():
     assert not twin.training
 
 
-def test_lightning_and_minitf_train_reach_the_same_loss_curve_on_text(tmp_path):
+def test_lightning_and_minitf_train_reach_the_same_loss_curve_on_text(tmp_path, lit):
     path = tmp_path / "t.txt"
     path.write_bytes(b"the cat sat on the mat. " * 40)
     text = minitf.read_text(path, context=12)
@@ -55,20 +63,20 @@ def test_lightning_and_minitf_train_reach_the_same_loss_curve_on_text(tmp_path):
     twin = copy.deepcopy(model)
     ours = minitf.train(model, text.train, text.val, steps=25, batch_size=8, lr=1e-2, warmup=5,
                         seed=1, progress=False)
-    data = TextDataModule(path, context=12, batch_size=8, seed=1)
-    theirs = fit(twin, data, steps=25, lr=1e-2, warmup=5, seed=1, **QUIET)
+    data = lit.TextDataModule(path, context=12, batch_size=8, seed=1)
+    theirs = lit.fit(twin, data, steps=25, lr=1e-2, warmup=5, seed=1, **QUIET)
     assert curves_agree(ours.loss, theirs.loss)
     assert theirs.val[-1]["step"] == 25
     assert theirs.val[-1]["bits_per_byte"] == pytest.approx(ours.val[-1]["bits_per_byte"], abs=TOLERANCE)
 
 
-def test_a_lightning_checkpoint_converts_and_loads_with_minitf_load(tmp_path):
+def test_a_lightning_checkpoint_converts_and_loads_with_minitf_load(tmp_path, lit):
     pairs = minitf.make_pairs("shift", 32, seed=0, max_len=4)
     model = minitf.Transformer(minitf.Config(d_model=8, norm_position="pre"))
-    fit(model, MinitfDataModule(pairs, pairs[:8], batch_size=8), steps=6, warmup=2,
+    lit.fit(model, lit.MinitfDataModule(pairs, pairs[:8], batch_size=8), steps=6, warmup=2,
         enable_checkpointing=True, default_root_dir=tmp_path, **QUIET)
     [ckpt] = (tmp_path / "checkpoints").glob("*.ckpt")
-    out = to_minitf_checkpoint(ckpt, tmp_path / "m.pt")
+    out = lit.to_minitf_checkpoint(ckpt, tmp_path / "m.pt")
     back = minitf.load(out)
     assert back.config == model.config
     assert back.metadata["steps"] == 6 and back.metadata["kind"] == "pairs"
@@ -76,7 +84,7 @@ def test_a_lightning_checkpoint_converts_and_loads_with_minitf_load(tmp_path):
     ids = torch.randint(0, 256, (2, 7))
     assert torch.equal(back(ids), model.eval()(ids))
     with pytest.raises(minitf.CheckpointError, match="not a Lightning checkpoint"):
-        to_minitf_checkpoint(out, tmp_path / "again.pt")  # a minitf file is not a Lightning one
+        lit.to_minitf_checkpoint(out, tmp_path / "again.pt")  # a minitf file is not a Lightning one
 
 
 def test_cli_trains_with_lightning_and_saves_a_minitf_checkpoint(tmp_path, capsys):

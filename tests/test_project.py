@@ -204,3 +204,10 @@ def test_a_moved_path_in_contributing_is_caught():
             "`bench/<study>.py`, `notebooks/NN_name.ipynb`, `model.py` and `gone.py`.\n\n"
             "```bash\n.venv/bin/python -m pytest -q tests/test_nothing_here.py\n```\n")
     assert missing_paths(text, ROOT) == ["tests/test_course_tracks.py", "gone.py", "tests/test_nothing_here.py"]
+
+
+def test_the_package_tour_names_every_tool():
+    text = (ROOT / "docs" / "package-tour.md").read_text()
+    section = text[text.index("## The repository's tools"):]
+    named = set(re.findall(r"`(tools/\w+\.py)`", section))
+    assert named == {p.relative_to(ROOT).as_posix() for p in (ROOT / "tools").glob("*.py")}

@@ -1,4 +1,4 @@
-"""The minutes of the course map, written from `minitf.course.course_map`'s count.
+"""The minutes of the course map, written from tools/course_map.py's count.
 
     python tools/map_minutes.py            # rewrite the numbers in README.md and notebook 00
     python tools/map_minutes.py --check    # change nothing; exit 1 and say where a number is off
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from minitf.course import course_map  # noqa: E402
+import course_map  # noqa: E402  (tools/course_map.py)
 from minitf.course.exercises import EXERCISES  # noqa: E402
 from normalize_notebooks import as_saved, normalized  # noqa: E402
 

@@ -2,19 +2,21 @@
 
 The main path (00–09) has at most 20,000 words of prose, no notebook over 3,000, and a stated time
 of at most 6 hours: its required exercises, its reading and its run time, counted by
-`minitf.course.course_map`; an optional exercise's minutes are stated beside it, not in it. The
+`tools/course_map.py`; an optional exercise's minutes are stated beside it, not in it. The
 numbers notebook 00's map, the README's map and the site's navigation state are the count's
 (`course_map.stated_map`; `python tools/map_minutes.py` writes them).
 """
 import importlib.util
 import json
 import re
+import sys
 
 import pytest
 
 from support import ROOT, joined
-from minitf.course import course_map
 from minitf.course.exercises import EXERCISES
+sys.path.insert(0, str(ROOT / "tools"))
+import course_map  # noqa: E402  (tools/course_map.py: the tracks and a learner's minutes)
 
 MAIN = [p for p in course_map.notebooks() if course_map.track(p.name) == "main path"]
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from support import ROOT as ROOT_DIR, executed, markdown, printed
+from support import ROOT as ROOT_DIR, executed, markdown, numbers, printed
 from minitf import heatmaps
 from minitf.core.baselines import baseline_losses
 from minitf.views.sampling_view import sample_output
@@ -74,9 +74,9 @@ def test_06_layer_1_heads_rest_on_the_first_byte_for_input_rows():
 # ---- 06: the sentences held against what the executed notebook printed (its cells print, the
 # claims live here; nbval proves the printed outputs reproduce)
 
-def printed_06(source_start: str) -> str:
-    """What the code cell of the executed notebook 06 whose source starts so printed."""
-    return printed("06_attention_heatmaps", source_start)
+def printed_06(containing: str) -> str:
+    """What the code cell of the executed notebook 06 whose source contains that printed."""
+    return printed("06_attention_heatmaps", containing=containing)
 
 
 def percents(line: str) -> list[float]:
@@ -91,26 +91,23 @@ def scores_by_layer(text: str) -> dict[int, list[float]]:
 def test_06_every_layer_1_head_of_shift_finds_the_source_and_no_layer_0_head_does():
     """"Every head of layer 1 finds the source byte for more than 90 % of the output bytes; no head of
     layer 0 does"."""
-    scores = scores_by_layer(printed_06('scores = heatmaps.head_scores(models["shift"]'))
+    scores = scores_by_layer(printed_06('head_scores(models["shift"]'))
     assert min(scores[1]) > 0.9 and max(scores[0]) < 0.2
-    assert "more than 90 % of the output bytes; no head of layer 0 does" in markdown("06_attention_heatmaps")
+    assert numbers(markdown("06_attention_heatmaps"), after="layer 1 finds")[0] == 90
 
 
 def test_06_input_rows_rest_on_byte_0_and_layer_0_head_2_reads_the_tab():
     """"In layer 1 the input rows … put most of their weight on column 0"; "Layer 0, head 2 puts a
     large share of every output row's weight on the TAB column"; the ring: every output row hits."""
-    import re
-    text = printed_06("n = len(pair.input)\nfig = heatmaps.plot_attention(weights, labels, [1], [2]")
-    assert re.search(r"this example: (\d+) of \1 output rows", text)
-    sink = [float(x) for x in re.findall(r"head \d (\d\.\d)", text.splitlines()[1])]
-    assert len(sink) == 4 and min(sink) > 0.5
-    assert float(text.splitlines()[2].split(": ")[1]) >= 0.3
+    ring, sink, tab = printed_06('labels, [1], [2]').splitlines()
+    hits, rows = numbers(ring)
+    assert hits == rows                                      # every output row hits the ring
+    assert min(numbers(sink, after="byte 0:")[1::2]) > 0.5   # (head, weight) pairs
+    assert numbers(tab, after="column:")[0] >= 0.3
 
 
 def test_06_what_layer_1_reads_at_the_input_rows_moves_no_output_logit():
-    text = printed_06("mine = heatmaps.model_input(pair)")
-    assert float(text.split(": ")[1]) < 1e-5
-    assert "Nothing moves: in the last layer" in markdown("06_attention_heatmaps")
+    assert numbers(printed_06("mine = heatmaps.model_input(pair)"), after="logit:")[0] < 1e-5
 
 
 def ablation_rows() -> dict[str, dict[str, float]]:
@@ -141,7 +138,7 @@ def test_06_zeroed_against_mean_as_the_reveal_and_caveats_say():
     reverse "nothing right when zeroed, but about half the outputs when its mean replaces it"; its
     mean over every row "leaves few outputs right"."""
     import re
-    text = printed_06('print("held-out exact match without one head:  zeroed   replaced by its mean")')
+    text = printed_06('replaced by its mean")')
     table = {m[0]: [int(x) / 100 for x in m[1:]] for m in
              re.findall(r"head (\d\.\d)\s+shift\s+(\d+)%\s+(\d+)%\s+reverse\s+(\d+)%\s+(\d+)%", text)}
     assert len(table) == 8
@@ -181,50 +178,45 @@ def test_06_the_shortcut_model_looks_at_the_o_the_fixed_one_at_the_l():
     import re
     (s_l, s_o), (f_l, f_o) = [tuple(map(float, re.findall(r"(\d\.\d\d)", line))) for line in text.splitlines()[:2]]
     assert s_o > 0.7 > s_l and f_l > 0.6 > f_o
-    assert "generated: shortcut Ifmp | fixed Ifmmp" in text
+    assert text.splitlines()[2].split()[1:] == ["shortcut", "Ifmp", "|", "fixed", "Ifmmp"]
 
 
 def test_06_patching_head_0_0_at_the_o_restores_the_m_and_no_other_head_does():
     import re
-    text = printed_06('clean, corrupted = heatmaps.model_input(("Helxo", "Ifmyp"))')
-    p = [float(x) for x in re.findall(r"p\(m\) = (\d\.\d\d)", text)]
+    text = printed_06('model_input(("Helxo"')
+    p = [numbers(line, after="p(m) =")[0] for line in text.splitlines()]
     assert p[0] < 0.05 and p[1] > 0.9 and max(p[2:]) < 0.1
-    sweep = printed_06("letters = ")
-    stats = {int(h): tuple(map(float, rest)) for h, *rest in
-             re.findall(r"head 0\.(\d) at the o: median (\d\.\d\d), lowest (\d\.\d\d), highest (\d\.\d\d)", sweep)}
-    assert "over 25 clean runs" in sweep and len(stats) == 4
+    runs, *heads = printed("06_attention_heatmaps", "letters = ").splitlines()
+    assert numbers(runs, after="over")[0] == 25 and len(heads) == 4
+    stats = [numbers(line, after="median") for line in heads]   # median, lowest, highest
     assert stats[0][0] > 0.9 and stats[0][1] > 0.1          # raises p(m), to near 1 for most letters
     assert all(stats[h][2] < 0.05 for h in (1, 2, 3))       # the others leave it near 0.01
-    text_md = markdown("06_attention_heatmaps")
-    assert "these patches do not test" in text_md and "writes the byte before me" not in text_md
 
 
 def test_06_the_vote_of_layer_1_on_hello_and_hello_hello():
     import re
-    text = printed_06('twice, _ = heatmaps.attention_weights(uniform')
-    lines = text.splitlines()
+    lines = printed_06('twice, _ = ').splitlines()
     hello, twice = ([tuple(map(float, m)) for m in re.findall(r"1\.\d (\d\.\d\d)/(\d\.\d\d)", line)]
                     for line in lines[1:3])
     assert len(hello) == len(twice) == 4
     assert all(o > l for l, o in hello)                                          # all four lean to the o
     assert all(o > l for l, o in twice[:2]) and all(l > o for l, o in twice[2:])  # 1.2 and 1.3 to the l
-    assert "all heads            Hello → Ifmp    Hello Hello → Ifmmp!Ifmmp" in text
-    assert "without 1.0 and 1.1  Hello → Ifmmp" in text
-    assert "without 1.2          Hello → Ifmp    Hello Hello → Ifmp!Ifmp" in text
+    generated = [line.split("→") for line in lines[3:6]]    # all heads, without 1.0 and 1.1, without 1.2
+    assert [g[1].split()[0] for g in generated] == ["Ifmp", "Ifmmp", "Ifmp"]   # Hello
+    assert [generated[0][2].strip(), generated[2][2].strip()] == ["Ifmmp!Ifmmp", "Ifmp!Ifmp"]
 
 
 def test_06_reverse_head_1_3_looks_best_and_layer_0_head_1_reads_the_tab():
     """"most clearly in layer 1, head 3"; head 1.0 "rarely" has its argmax on the source; "in layer 0,
     head 1 the output rows put most of their weight on the TAB column"."""
     import re
-    scores = scores_by_layer(printed_06('scores = heatmaps.head_scores(models["reverse"]'))
+    scores = scores_by_layer(printed_06('head_scores(models["reverse"]'))
     assert scores[1][3] == max(scores[1]) > 0.8 and scores[1][0] < 0.3 and max(scores[0]) < 0.2
-    text = printed_06("n = len(pair.input)\nfig = heatmaps.plot_attention(weights, labels, [1], [3]")
-    hits = re.search(r"this example: (\d+) of (\d+)", text)
-    assert int(hits[1]) / int(hits[2]) >= 0.75
-    tab = [float(x) for x in re.findall(r"head \d (\d\.\d)", text.splitlines()[1])]
+    ring, tab = printed_06('labels, [1], [3]').splitlines()
+    hits, rows = numbers(ring)
+    assert hits / rows >= 0.75
+    tab = numbers(tab, after="column:")[1::2]                 # (head, weight) pairs
     assert tab[1] == max(tab) and tab[1] > 0.5
-    assert "In layer 0, head 1 the output rows put most of their weight on the TAB column" in markdown("06_attention_heatmaps")
 
 
 def test_11_explorer_claims_where_the_smallest_solver_looks():
@@ -327,8 +319,8 @@ def test_06_the_last_layer_of_a_row_reaches_only_that_rows_logits():
 
 
 def test_recipe_md_quotes_the_repeat_shares_of_20000_uniform_inputs():
-    text = (ROOT_DIR / "docs" / "recipes.md").read_text()
-    assert "22 % of the 20,000 training inputs have a repeated\nbyte, 6 % the same byte twice in a row" in text
+    repeated, inputs, twice = numbers((ROOT_DIR / "docs" / "recipes.md").read_text(), after="Repeats are a minority")[:3]
+    assert (repeated, inputs, twice) == (22, 20000, 6)   # the shares test_05_shift_uniform_... counts
 
 
 # ---- 05's printed numbers, read from the executed notebook's stored outputs (nbval proves they
@@ -339,6 +331,10 @@ def notebook_05_output(first_line_of_source: str) -> str:
     return printed("05_training_base64_pairs", first_line_of_source)
 
 
+def printed_05(containing: str) -> str:
+    return printed("05_training_base64_pairs", containing=containing)
+
+
 def notebook_05_run(first_line_of_source: str) -> str:
     """What the 05 code cell whose source begins with that line prints when the notebook is run now:
     for the predict cells, stored without output."""
@@ -346,10 +342,7 @@ def notebook_05_run(first_line_of_source: str) -> str:
 
 
 def number_after(label: str, text: str) -> float:
-    import re
-    found = re.search(re.escape(label) + r"\s*(-?[0-9.]+)", text)
-    assert found, f"no number after {label!r} in:\n{text}"
-    return float(found.group(1))
+    return numbers(text, after=label)[0]
 
 
 def test_05_the_data_holds_450_and_75_pairs_following_the_rule_with_no_shared_input():
@@ -358,9 +351,9 @@ def test_05_the_data_holds_450_and_75_pairs_following_the_rule_with_no_shared_in
     assert (len(train), len(val)) == (450, 75)
     assert all(p.output == minitf.shift_bytes(p.input) for p in train + val)
     assert not {p.input for p in train} & {p.input for p in val}
-    printed = notebook_05_output("train_pairs = ")
-    assert "450 training pairs, 75 validation pairs" in printed
-    assert "525 of 525 pairs follow the rule; 0 validation inputs occur in training" in printed
+    lines = notebook_05_output("train_pairs = ").splitlines()
+    assert numbers(lines[0]) == [450, 75]
+    assert numbers(lines[-1]) == [525, 525, 0]      # all follow the rule; no validation input in training
 
 
 @pytest.mark.slow
@@ -379,8 +372,8 @@ def test_05_the_tiny_model_after_150_steps_sits_on_the_unigram_and_writes_nothin
 def test_05_the_tiny_model_predicts_eos_everywhere_and_its_accuracy_is_the_eos_share():
     printed = notebook_05_output("ids_val, targets_val = ")
     tiny = notebook_05_run("torch.manual_seed(0)\ntiny = ")
-    assert "accuracy on EOS 100%, on output bytes 0%" in printed
-    assert "bytes it predicts anywhere: ['⏎']" in printed
+    assert numbers(printed, after="accuracy on EOS") == [100, 0]
+    assert printed.splitlines()[2].endswith("['⏎']")     # the bytes it predicts anywhere: EOS only
     eos_share = number_after("EOS is", printed)
     assert abs(number_after("char accuracy", tiny) - eos_share) < 1   # "right once per pair": 14 %
 
@@ -390,32 +383,29 @@ def test_05_tiny_pt_held_out_loss_rises_while_training_loss_falls():
     assert curves.val_loss == sorted(curves.val_loss) and curves.val_loss[-1] - curves.val_loss[0] > 0.1
     assert curves.recent_train_loss(100) < curves.val_loss[0] - 0.2
     assert minitf.load("data/checkpoints/tiny.pt").metadata["val"]["exact_match"] == 0
-    printed = notebook_05_output("tiny_long = ")
-    assert "→ [4.34, 4.42, 4.45, 4.46]" in printed and "last 100 steps: 4.08" in printed
+    held_out, training = notebook_05_output("tiny_long = ").splitlines()
+    assert numbers(held_out, after="→") == [round(v, 2) for v in curves.val_loss]
+    assert numbers(training, after="steps:") == [round(curves.recent_train_loss(100), 2)]
 
 
 @pytest.mark.slow
 def test_05_the_distance_back_is_the_input_length():
-    printed = notebook_05_run("for text in (b\"abc\"")
-    assert "12 bytes; rows 12–23 write the output, each looks back [12]" in printed
+    line = notebook_05_run("for text in (b\"abc\"").splitlines()[-1]
+    length, first, last, back = numbers(line, after=":")   # "12 bytes; rows 12–23 …, looks back [12]"
+    assert length == first == back == 12 and last == 23
 
 
 def test_05_watch_it_learn_looking_comes_before_exact_match():
     """The reveal: at step 50 the loss is between the baselines; by step 100 both heads put more
     than 90 % on the source byte while under 10 % of the outputs are right and about half the output
     bytes are; past 95 % exact by step 300 with a held-out loss under 0.1 (the stored run)."""
-    printed = notebook_05_output("print(f\"{minitf.count_parameters(view.model):,} parameters; held out")
-    steps = {}
-    for line in printed.splitlines():
-        if line.strip().startswith("step"):
-            steps[int(number_after("step", line))] = line
-    at = lambda step, label: number_after(label, steps[step])
-    assert 4.01 < at(50, "loss") < 4.38                     # the view's length oracle and unigram
-    assert at(50, "weight on the source byte") < 60
-    assert at(100, "weight on the source byte") >= 90 and at(100, "whole outputs right") < 10
-    assert 40 < at(100, "output bytes right") < 70
-    assert at(300, "whole outputs right") >= 95 and at(300, "loss") < 0.1
-    assert "Hello, 42 → Ifmmp-!53" in printed
+    printed = printed_05("parameters; held out")
+    # step: loss, output bytes right, whole outputs right, weight on the source byte
+    at = {int(n[0]): n[1:5] for n in map(numbers, printed.splitlines()) if len(n) == 5}
+    assert 4.01 < at[50][0] < 4.38 and at[50][3] < 60       # the view's length oracle and unigram
+    assert at[100][3] >= 90 and at[100][2] < 10 and 40 < at[100][1] < 70
+    assert at[300][2] >= 95 and at[300][0] < 0.1
+    assert printed.split("→")[-1].strip() == minitf.shift_bytes(b"Hello, 42").decode()
 
 
 @pytest.mark.slow
@@ -439,7 +429,7 @@ def test_05_the_shortcut_table_as_stored():
     assert float(rows["repeats, none doubled"][1].rstrip("%")) > 97
     assert float(rows["a byte doubled (ll)"][1].rstrip("%")) < 60
     assert all(float(r[2].rstrip("%")) >= 98 for r in rows.values())
-    assert "Hello → Ifmp (shift_uniform.pt), Ifmmp (shift.pt)" in printed
+    assert printed.splitlines()[-1].split()[2:5:2] == ["Ifmp", "Ifmmp"]   # shift_uniform.pt, shift.pt
 
 
 def test_05_next_byte_bars_open_with_i_leading_and_30_percent_elsewhere():
@@ -461,13 +451,10 @@ def test_05_shift_pt_is_near_certain_at_every_step_as_printed():
 def test_05_the_same_model_with_the_usual_ids_learns_nothing_in_300_steps():
     """"With the usual ids the same model writes no held-out output right in these 300 steps, and its
     heads put only about a fifth of their weight on the source byte" (the stored intervention)."""
-    printed = notebook_05_output("torch.manual_seed(0)                                       # the view's start")
-    coupled = [line for line in printed.splitlines() if line.startswith("coupled")][0]
-    usual = [line for line in printed.splitlines() if line.startswith("usual")][0]
-    assert number_after("whole outputs right", usual) == 0
-    assert 10 <= number_after("weight on the source byte", usual) <= 30
-    assert number_after("whole outputs right", coupled) >= 95
-    assert number_after("weight on the source byte", coupled) >= 90
+    printed = printed_05("# the view's start")
+    # step, whole outputs right, held-out loss, weight on the source byte
+    (_, coupled, _, coupled_weight), (_, usual, _, usual_weight) = map(numbers, printed.splitlines())
+    assert usual == 0 and 10 <= usual_weight <= 30 and coupled >= 95 and coupled_weight >= 90
 
 
 def test_05_the_two_bigger_models_parameter_counts():
@@ -476,5 +463,5 @@ def test_05_the_two_bigger_models_parameter_counts():
     shift = minitf.load("data/checkpoints/shift.pt")
     assert minitf.count_parameters(uniform) == 33792 and minitf.count_parameters(shift) == 42112
     assert (shift.config.d_ff, uniform.config.d_model, uniform.config.n_heads, uniform.config.n_layers) == (128, 32, 4, 2)
-    text = markdown("05_training_base64_pairs")
-    assert "33,792 parameters (42,112 with the FFN widened to 128, as in `shift.pt`)" in text
+    stated = numbers(markdown("05_training_base64_pairs"), after="A bigger model")
+    assert stated[:6] == [32, 4, 8, 33792, 42112, 128]   # d_model, heads, their dimension, the counts

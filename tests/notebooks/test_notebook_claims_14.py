@@ -5,7 +5,7 @@ import statistics as st
 import pytest
 import torch
 
-from support import ROOT, cells, joined
+from support import ROOT, cells, joined, markdown, numbers
 from minitf import Config, Transformer, count_parameters
 from minitf.experiments.results import load_lm_envelope, load_lm_fast
 
@@ -29,28 +29,27 @@ def test_headline_numbers(fast):
     assert f"{min(f.losses):.3f}–{max(f.losses):.3f}" in text
     assert f"{fast.arm('reference').loss:.3f}" in text
     busy = float(fast.load_range.split("–")[0])  # the load average the run recorded, at its lowest
-    assert busy > 2 and "a 2-core AMD EPYC, was busy with other work while this ran" in text
+    assert busy > 2 and "was busy" in text          # the machine was busy while this ran
     assert f.ratio <= 0.25 and f.cpu_ratio <= 0.25
 
 
 def test_what_each_trick_buys(fast):
     text = joined(NOTEBOOK, "markdown")
+    arm = lambda start: next(a.name for a in fast.arms if a.name.startswith(start))  # the study's label
     minus = [a.name for a in fast.arms if a.name.startswith("−")]
-    muon = "− Muon (AdamW everywhere, lr 6e-3)"
+    muon = arm("− Muon")
     assert max(minus, key=lambda n: delta(fast, n)) == muon  # "Muon is the largest"
     assert min(fast.arm(muon).losses) > 1.89  # "above the mark in every seed"
     assert delta(fast, "− right-size (4 layers)") < 0  # four layers end lower at the same steps ...
-    same_time = fast.arm("− right-size (4 layers, 190 steps: about the same time)")
+    same_time = fast.arm(arm("− right-size (4 layers, 190 steps"))
     assert abs(st.median(same_time.cpu_s) / st.median(fast.arm("lm-fast").cpu_s) - 1) < 0.2
     assert delta(fast, same_time.name) > 0  # ... and higher in about the same time
-    assert delta(fast, "− batch 24 (batch 32, 255 steps)") > 0
-    wsd = fast.paired("− WSD (cosine to 0.1·lr)")
+    wsd = fast.paired(arm("− WSD"))
     assert min(wsd) < 0 < max(wsd)  # "lower in some seeds and higher in others"
-    for name in ("− QK-norm", "− embedding lr ×3 (×1)", "− warm-up 20 (50)", "− batch 24 (batch 32, 255 steps)",
-                 "+ modern preset (SwiGLU d_ff 170, RMSNorm, no biases)", "+ ReLU²"):
+    for name in map(arm, ("− QK-norm", "− embedding lr", "− warm-up", "− batch 24", "+ modern preset", "+ ReLU²")):
         assert min(fast.paired(name)) > 0, name  # "in every seed"
-    assert sum(x > 0 for x in fast.paired("− lr 1.5e-2 (1e-2)")) == 2  # "only in 2 of the 3 seeds"
-    for name in ("+ zero-init output projections", "+ logit soft-cap 15"):
+    assert sum(x > 0 for x in fast.paired(arm("− lr 1.5e-2"))) == 2  # "only in 2 of the 3 seeds"
+    for name in map(arm, ("+ zero-init", "+ logit soft-cap")):
         p = fast.paired(name)
         assert abs(delta(fast, name)) < 0.002 and min(p) < 0 < max(p), name
     for name in [a.name for a in fast.arms if a.name[0] in "−+"]:
@@ -118,27 +117,34 @@ def test_growth_into_the_best_size():
     arms = env.into_best
     late, early = arms["deepen 2→4 of d32, τ=0.8"], arms["deepen 2→4 of d32, τ=0.5"]
     alone = arms["2L d32, never grown (τ=1)"]
-    assert env.envelope[1.0][0] == "4L d32" and "4 layers of\nd_model 32" in text  # "the envelope's best size"
+    assert env.envelope[1.0][0] == "4L d32"          # the envelope's best size, the study's fourth
+    assert numbers(markdown(NOTEBOOK), after="1 layers of d_model")[1:3] == [4, 32]
     for a in arms.values():
         assert len(a["seeds"]) == 3 and "3 seeds" in text
         assert a["where"] == "inside" and all(w == "inside" for w in a["where_per_seed"])
         assert all(x > 1 for x in a["vs_envelope_per_seed"])  # no arm beats the best fixed model, any seed
-    assert f"ends at {late['final_loss']:.3f} nats" in text and f"**{late['vs_envelope']:.2f}×**" in text
-    lo, hi = min(late["vs_envelope_per_seed"]), max(late["vs_envelope_per_seed"])
-    assert f"per seed {lo:.2f}–{hi:.2f}" in text
     d64 = env.rescored["deepen 2→4, τ=0.8"]["vs_envelope"]
-    assert late["vs_envelope"] < d64 and f"d_model-64 arm's {d64:.2f}×" in text  # "a little closer"
-    assert f"{late['vs_scratch']:.2f}× the\ntarget's" in text
-    assert f"τ = 0.5 needs {early['vs_envelope']:.2f}×" in text
+    lo, hi = min(late["vs_envelope_per_seed"]), max(late["vs_envelope_per_seed"])
+    # "Growing at τ = 0.8 ends at 1.782 nats and needs 1.36× … (per seed 1.31–1.40): a little closer than
+    # the d_model-64 arm's 1.43×, and 0.84× the target's. Growing at τ = 0.5 needs 1.49×. … 2L d32 …
+    # ends at 1.779 (1.32×), already above the fixed 4L d32's 1.745"
+    stated = numbers(markdown(NOTEBOOK), after="Growing at τ =")
+    assert stated[:9] == [0.8] + [round(x, n) for x, n in (
+        (late["final_loss"], 3), (late["vs_envelope"], 2), (lo, 2), (hi, 2), (64, 0), (d64, 2),
+        (late["vs_scratch"], 2))] + [0.5] and late["vs_envelope"] < d64   # "a little closer"
+    assert stated[9] == round(early["vs_envelope"], 2)
     assert all(g == 0 for a in (late, early) for g in a["growth_jump"])  # function-preserving
-    assert f"ends at {alone['final_loss']:.3f} ({alone['vs_envelope']:.2f}×)" in text
-    assert alone["final_loss"] > env.envelope[1.0][1] and f"4L d32's {env.envelope[1.0][1]:.3f}" in text
+    # "2L d32 trained alone … ends at 1.779 (1.32×), already above the fixed 4L d32's 1.745"
+    assert numbers(markdown(NOTEBOOK), after="2L d32 trained alone")[:3] == [
+        round(alone["final_loss"], 3), round(alone["vs_envelope"], 2), round(env.envelope[1.0][1], 3)]
+    assert alone["final_loss"] > env.envelope[1.0][1]
     for grown in (late, early):  # "the grown model ends no lower than it in any seed"
         by_seed = dict(zip(alone["seeds"], alone["final_losses"]))
         assert all(x >= by_seed[s] for s, x in zip(grown["seeds"], grown["final_losses"]))
     assert alone["final_loss"] < late["final_loss"] < early["final_loss"]  # "later is lower, never is lowest"
     two_d64 = env.loss("2L d64", 1.0)
-    assert two_d64 < env.loss("4L d64 (target)", 1.0) and f"2L d64 ({two_d64:.3f} at this budget)" in text
+    assert two_d64 < env.loss("4L d64 (target)", 1.0)
+    assert numbers(markdown(NOTEBOOK), after="small stage, 2L d64")[0] == round(two_d64, 3)
 
 
 def test_the_introduction_counts_the_questions_it_lists():

@@ -2,11 +2,15 @@
 output (the learner predicts, runs it, sees what it prints, then opens the answer), and every
 "Try this" says what to expect. The answers are held against a real run in test_predictions_run.py."""
 import re
+import sys
 
 import pytest
 
 from browser.predict_regions import first_shown_line, notebook_regions, visible_answers
 from support import ROOT, cells, indexed
+
+sys.path.insert(0, str(ROOT / "tools"))
+import course_map  # noqa: E402  (tools/course_map.py)
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -24,12 +28,15 @@ def hidden(cell):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_each_prediction_is_run_by_the_learner_then_revealed(path):
-    """Prompt, run cell, closed reveal. The cell right after the prompt stores no text (JupyterLab
-    would show its first line); a run cell that stores nothing is tagged nbval-ignore-output (nbval
-    still runs it, and an error still fails) and is not marked hidden, so the output the learner's run
-    prints is in view; a run cell that keeps a stored output (a figure, or a printout after a widget)
-    keeps it collapsed."""
+    """Prompt, run cell, closed reveal with an answer key, and the answer nowhere in sight before the
+    learner acts (tests/browser/predict_regions.py). The cell right after the prompt stores no text
+    (JupyterLab would show its first line) and no run cell asserts (an assert states the result); a
+    run cell that stores nothing is tagged nbval-ignore-output (nbval still runs it, and an error
+    still fails) and is not marked hidden, so the output the learner's run prints is in view; a run
+    cell that keeps a stored output (a figure, or a printout after a widget) keeps it collapsed."""
     cells, found = notebook_regions(path)
+    if path.stem[:2] in course_map.MAIN_PATH:
+        assert found, f"{path.name}: no Predict prompt on the main path"
     for r in found:
         where = f"{path.name}: the prediction in markdown cell {r.prompt}"
         assert r.run, f"{where} has no code cell to run after it"
@@ -38,6 +45,7 @@ def test_each_prediction_is_run_by_the_learner_then_revealed(path):
         assert not text, f"{where}: its run cell stores text, shown even collapsed: {first_shown_line(first)!r}"
         for j in r.run:
             cell, tags = cells[j], cells[j]["metadata"].get("tags", [])
+            assert not re.search(r"^\s*assert\b", "".join(cell["source"]), re.M), f"{where}: cell {j} asserts"
             if not cell.get("outputs"):
                 assert "nbval-ignore-output" in tags, f"{where}: cell {j} stores no output, so tag it nbval-ignore-output"
                 assert not hidden(cell) and "collapsed" not in cell["metadata"], \
@@ -46,6 +54,7 @@ def test_each_prediction_is_run_by_the_learner_then_revealed(path):
                 assert hidden(cell), f"{where}: cell {j}'s stored output is in view"
         assert r.reveal is not None, f"{where}: the cell after its run is not a closed <details> reveal"
         assert re.match(r"\s*<details>", "".join(cells[r.reveal]["source"])), f"{where}: its reveal is open"
+        assert r.problems == [] and visible_answers(cells, r) == [], where
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -54,59 +63,6 @@ def test_every_try_this_says_what_to_expect(path):
         paragraph = text[text.index("Try this"):].split("\n\n")[0]
         assert re.search(r"\b(expect|you should see|you will see|you'll see|should)\b", paragraph, re.I), \
             f"{path.name}, markdown cell {i}: the try-this does not say what to expect:\n{paragraph}"
-
-
-# Notebooks whose predictions are held to the stricter rule below: nothing on screen gives the answer
-# before the learner opens it. (05 is not in it yet: its watch-it-learn region keeps the view's
-# printout stored, collapsed, after the widget; its first line gives nothing away.)
-ANSWER_OUT_OF_SIGHT = ["00_setup_check", "01_embeddings", "02_rope", "03_attention", "04_ffn_block",
-                       "06_attention_heatmaps", "07_origami_expansion", "08_assemble_your_model",
-                       "09_language_model", "11_how_small"]
-
-
-@pytest.mark.parametrize("name", ANSWER_OUT_OF_SIGHT)
-def test_no_answer_to_a_prediction_is_on_screen_before_the_learner_opens_it(name):
-    """JupyterLab shows a collapsed output's first line, so an answer cell stores no text at all
-    (most store nothing; a figure, collapsed, may stay); it asserts nothing (an assert states the result); and the
-    text after it opens with a <details> reveal, so the explanation waits for a click."""
-    path = ROOT / "notebooks" / f"{name}.ipynb"
-    cells, found = notebook_regions(path)
-    assert found, f"{path.name}: no prediction prompt found"
-    for region in found:
-        i = region.prompt
-        for j in region.run:
-            cell = cells[j]
-            shown = [o for o in cell.get("outputs", []) if o["output_type"] in ("stream", "execute_result", "error")]
-            assert not shown, (f"{path.name}: the answer to the prediction in markdown cell {i} prints text, "
-                               f"and its first line shows even collapsed: {first_shown_line(cell)!r}")
-            assert not re.search(r"^\s*assert\b", "".join(cell["source"]), re.M), \
-                f"{path.name}: an assert in the answer to the prediction in markdown cell {i} states the result"
-        assert region.reveal is not None, \
-            f"{path.name}: the text after the prediction in markdown cell {i} is not a <details> reveal"
-
-
-# --- the answer stays out of sight until the learner acts: prompt, run cell, reveal ---------------------------
-# The predict region (prompt, run cells, reveal) and its answer key are defined in
-# tests/browser/predict_regions.py; the browser check looks at the same regions in JupyterLab.
-# The notebooks whose predictions follow the reveal convention: every main-path notebook and 11.
-REVEALED = ["00_setup_check", "01_embeddings", "02_rope", "03_attention", "04_ffn_block",
-            "05_training_base64_pairs", "06_attention_heatmaps", "07_origami_expansion",
-            "08_assemble_your_model", "09_language_model", "11_how_small"]
-
-
-
-@pytest.mark.parametrize("stem", REVEALED)
-def test_each_prediction_has_a_reveal_with_an_answer_key(stem):
-    cells, found = notebook_regions(ROOT / "notebooks" / f"{stem}.ipynb")
-    assert found, f"{stem}: no Predict prompt found"
-    assert [p for r in found for p in r.problems] == []
-
-
-@pytest.mark.parametrize("stem", REVEALED)
-def test_no_answer_is_in_sight_before_the_learner_acts(stem):
-    cells, found = notebook_regions(ROOT / "notebooks" / f"{stem}.ipynb")
-    seen = {f"prompt in cell {r.prompt} (answer key {r.key!r})": visible_answers(cells, r) for r in found}
-    assert {k: v for k, v in seen.items() if v} == {}
 
 
 def test_an_answer_in_sight_is_caught():

@@ -16,21 +16,9 @@ import re
 import pytest
 
 from browser.predict_regions import normal, notebook_regions, source
-from support import NOTEBOOKS, cell_output, executed
+from support import NOTEBOOKS, cell_output, executed, numbers
 
-MAIN_PATH_AND_11 = ["00_setup_check", "01_embeddings", "02_rope", "03_attention", "04_ffn_block",
-                    "05_training_base64_pairs", "06_attention_heatmaps", "07_origami_expansion",
-                    "08_assemble_your_model", "09_language_model", "11_how_small"]
-
-
-def numbers(text):
-    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]\d+)?", text.replace("\u2212", "-"))]
-
-
-def percent_after(label, text):
-    found = re.search(re.escape(label) + r"\s*(\d+)\s*%", text)
-    assert found, f"no percentage after {label!r} in:\n{text}"
-    return int(found[1])
+STEMS = sorted(path.stem for path in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
 def shape_is_printed(out, key):
@@ -40,13 +28,13 @@ def shape_is_printed(out, key):
 
 def neighbours_less_alike_than_any_two(out, key):
     # "No: neighbours in value are less alike than two bytes taken at random."
-    m = re.search(r"bytes c and c \+ 1 (-?\d\.\d+); any two bytes (-?\d\.\d+)", out)
-    assert m and key.startswith("No") and float(m[1]) < float(m[2]), out
+    neighbours, any_two = numbers(out, after="c + 1")   # bytes c and c + 1; any two bytes
+    assert key.startswith("No") and neighbours < any_two, out
 
 
 def the_two_scores_are_equal(out, key):
     # "the same score": q·k at m = 5, n = 2 and at m = 9, n = 6, both printed to 4 places
-    scores = re.findall(r"q·k = (-?\d+\.\d+)", out)
+    scores = [numbers(line, after="q·k =") for line in out.splitlines()[1:]]
     assert key == "the same score" and len(scores) == 2 and scores[0] == scores[1], out
 
 
@@ -67,27 +55,26 @@ def practically_no_gradient_without_residuals(out, key):
 def on_the_unigram_baseline(out, key):
     # "on the unigram baseline" (float32 training: a range, not a digit): within 0.1 of the unigram's
     # loss and well above the length oracle's; and the reveal's "generates nothing" for hello
-    loss, unigram, oracle = (numbers(out.split(label, 1)[1])[0] for label in ("loss", "unigram", "length oracle"))
+    loss, unigram, oracle = (numbers(out, after=label)[0] for label in ("loss", "unigram", "length oracle"))
     assert key == "on the unigram baseline" and abs(loss - unigram) < 0.1 and loss > oracle + 0.3, out
     assert "generated for 'hello': b''" in out
 
 
 def twelve_back(out, key):
     # "12 back": every output row of the 12-byte input looks back the input's length
-    line = next(line for line in out.splitlines() if "12 bytes" in line)
-    assert key == "12 back" and line.endswith("each looks back [12]"), out
+    length, *_, back = numbers(out.splitlines()[-1], after=":")   # "12 bytes; rows 12–23 …, looks back [12]"
+    assert key == "12 back" and length == back == 12, out
 
 
 def equal_up_to_rounding(out, key):
     # "Equal up to rounding, not exactly": the check passes within a tolerance, not at 0
     verdict = out.splitlines()[1]
-    assert key.startswith("Equal up to rounding") and verdict.startswith("✓") and "within 1e-09" in verdict, out
+    assert key.startswith("Equal up to rounding") and verdict.startswith("✓") and 0 < numbers(verdict)[0] < 1e-6, out
 
 
 def it_follows_the_number(out, key):
     # "It follows the number": almost every output byte becomes the byte for input k + 1
-    moved = percent_after("numbered one further on:", out)
-    unmoved = int(re.search(r"(\d+)% the byte for input k\b", out)[1])
+    moved, _, unmoved = numbers(out, after="further on:")   # % input k + 1 (the 1), % input k
     assert key == "It follows the number" and moved >= 90 and unmoved <= 5, out
 
 
@@ -107,7 +94,7 @@ def the_same_both_times(out, key):
 
 def the_distance_depends_on_the_length(out, key):
     # "Not the same": one distance per pair, and the pairs' distances differ (each is its length L)
-    rows = re.findall(r"L = +(\d+), distance back for every output byte = \[(\d+)\]", out)
+    rows = [numbers(line, after="L =") for line in out.splitlines()]   # L, distance back
     assert key == "Not the same" and len(rows) >= 2 and len({d for _, d in rows}) == len(rows), out
     assert all(length == back for length, back in rows), out
 
@@ -123,19 +110,19 @@ def about_100_steps(out, key):
 
 
 ANSWER_AGREES = {  # (notebook, words of the prompt): the rule its answer key and its run's printout obey
-    ("00_setup_check", "What shape will its output have?"): shape_is_printed,
-    ("01_embeddings", "Will neighbouring byte values"): neighbours_less_alike_than_any_two,
-    ("02_rope", "What will it be at $m = 9$"): the_two_scores_are_equal,
-    ("03_attention", "How much of its weight stays on itself"): position_0_keeps_e_over_e_plus_2,
-    ("04_ffn_block", "How much gradient reaches the input"): practically_no_gradient_without_residuals,
-    ("05_training_base64_pairs", "where will its held-out loss land"): on_the_unigram_baseline,
-    ("05_training_base64_pairs", "how far back must the row that writes output byte 7"): twelve_back,
-    ("08_assemble_your_model", "Will the two models' logits be *exactly* equal"): equal_up_to_rounding,
+    ("00_setup_check", "What shape"): shape_is_printed,
+    ("01_embeddings", "neighbouring byte values"): neighbours_less_alike_than_any_two,
+    ("02_rope", "at $m = 9$"): the_two_scores_are_equal,
+    ("03_attention", "stays on itself"): position_0_keeps_e_over_e_plus_2,
+    ("04_ffn_block", "reaches the input"): practically_no_gradient_without_residuals,
+    ("05_training_base64_pairs", "held-out loss land"): on_the_unigram_baseline,
+    ("05_training_base64_pairs", "writes output byte 7"): twelve_back,
+    ("08_assemble_your_model", "*exactly* equal"): equal_up_to_rounding,
     ("08_assemble_your_model", "Which will it write"): it_follows_the_number,
-    ("09_language_model", "will 160 greedy bytes"): greedy_text_loops,
-    ("09_language_model", "Will the cached and the uncached"): the_same_both_times,
-    ("11_how_small", "Is the distance the same?"): the_distance_depends_on_the_length,
-    ("11_how_small", "How many steps will your numbering need"): about_100_steps,
+    ("09_language_model", "160 greedy bytes"): greedy_text_loops,
+    ("09_language_model", "and the uncached"): the_same_both_times,
+    ("11_how_small", "the distance the same"): the_distance_depends_on_the_length,
+    ("11_how_small", "your numbering need"): about_100_steps,
 }
 
 
@@ -147,7 +134,7 @@ def run_without_stored_output(stem):
 
 def test_every_prediction_run_live_has_a_rule_and_every_rule_its_prediction():
     known = set()
-    for stem in MAIN_PATH_AND_11:
+    for stem in STEMS:
         cells, found = run_without_stored_output(stem)
         for r in found:
             rules = [words for (nb, words) in ANSWER_AGREES if nb == stem and words in source(cells[r.prompt])]
@@ -172,40 +159,30 @@ def test_each_answer_key_agrees_with_what_its_cell_prints_when_run(stem):
 
 # made-up printouts shaped as the cells print them: one that agrees with the key, one that does not
 RIGHT_AND_WRONG = {
-    shape_is_printed: ("(1, 11, 256)", "the model's output:\nlogits.shape = (1, 11, 256)\n", "logits.shape = (1, 256)\n"),
-    neighbours_less_alike_than_any_two: ("No: neighbours in value are less alike than two bytes taken at random.",
-                                         "average cosine similarity: bytes c and c + 1 -0.11; any two bytes 0.04\n",
-                                         "average cosine similarity: bytes c and c + 1 0.31; any two bytes 0.04\n"),
-    the_two_scores_are_equal: ("the same score", "moved\nm = 5, n = 2: q·k = -0.3923\nm = 9, n = 6: q·k = -0.3923\n",
-                               "moved\nm = 5, n = 2: q·k = -0.3923\nm = 9, n = 6: q·k = 0.1250\n"),
+    shape_is_printed: ("(1, 11, 256)", "out:\nlogits.shape = (1, 11, 256)\n", "logits.shape = (1, 256)\n"),
+    neighbours_less_alike_than_any_two: ("No: …", "c and c + 1 -0.11; any two 0.04\n",
+                                         "c and c + 1 0.31; any two 0.04\n"),
+    the_two_scores_are_equal: ("the same score", "moved\n2: q·k = -0.3923\n6: q·k = -0.3923\n",
+                               "moved\n2: q·k = -0.3923\n6: q·k = 0.1250\n"),
     position_0_keeps_e_over_e_plus_2: ("About 0.58 (0.5761).", "weights:\n0.5761  0.2119  0.2119\n",
                                        "weights:\n0.3333  0.3333  0.3333\n"),
-    practically_no_gradient_without_residuals: ("Practically none without them: about 1e-11 against 8.",
-                                                "size:\n  plain |g| = 7e-12\n  residual |g| = 8e+00\n",
-                                                "size:\n  plain |g| = 7e-01\n  residual |g| = 8e+00\n"),
+    practically_no_gradient_without_residuals: ("none: about 1e-11 against 8.", "size:\nplain 7e-12\nresidual 8e+00\n",
+                                                "size:\nplain 7e-01\nresidual 8e+00\n"),
     on_the_unigram_baseline: ("on the unigram baseline",
-                              "after:\n  loss 4.35   char accuracy 14%\n  baselines: unigram 4.34, length oracle 3.92\n"
-                              "  generated for 'hello': b''\n",
-                              "after:\n  loss 3.10   char accuracy 40%\n  baselines: unigram 4.34, length oracle 3.92\n"
-                              "  generated for 'hello': b''\n"),
-    twelve_back: ("12 back", "0123456789ab: 12 bytes; rows 12–23 write the output, each looks back [12]\n",
-                  "0123456789ab: 12 bytes; rows 12–23 write the output, each looks back [7]\n"),
-    equal_up_to_rounding: ("Equal up to rounding, not exactly", "yours:\n✓ your model computes minitf's logits (every one within 1e-09)\n",
-                           "yours:\n✗ your model's logits differ by 3.2\n"),
-    it_follows_the_number: ("It follows the number", "1126 output bytes\nnumbered one further on: 100% are the byte for "
-                            "input k + 1, 0% the byte for input k\n",
-                            "1126 output bytes\nnumbered one further on: 0% are the byte for input k + 1, 100% the byte for input k\n"),
-    greedy_text_loops: ("Worse: it loops.", "ROMEO:\nTo make the straight of the straight of the straight of the straight\n",
+                              "loss 4.35, unigram 4.34, length oracle 3.92\ngenerated for 'hello': b''\n",
+                              "loss 3.10, unigram 4.34, length oracle 3.92\ngenerated for 'hello': b''\n"),
+    twelve_back: ("12 back", "ab: 12 bytes; rows 12–23, back [12]\n", "ab: 12 bytes; rows 12–23, back [7]\n"),
+    equal_up_to_rounding: ("Equal up to rounding, not exactly", "yours:\n✓ within 1e-09\n", "yours:\n✗ off by 3.2\n"),
+    it_follows_the_number: ("It follows the number", "further on: 100% k + 1, 0% k\n",
+                            "further on: 0% k + 1, 100% k\n"),
+    greedy_text_loops: ("Worse: it loops.", "ROMEO:\n" + "To make the straight of " * 4,
                         "ROMEO:\nWhat we have been the shall be so much, and then some more words here.\n"),
     the_same_both_times: ("The same, both times.", "checks:\n✓ a\n✓ the same bytes\n✓ c\n✓ d: True\n✓ e\n",
                           "checks:\n✓ a\n✗ different bytes\n✓ c\n✓ d: False\n✓ e\n"),
-    the_distance_depends_on_the_length: ("Not the same", "a: L =  1, distance back for every output byte = [1]\n"
-                                         "abc: L =  3, distance back for every output byte = [3]\n",
-                                         "a: L =  1, distance back for every output byte = [1]\n"
-                                         "abc: L =  3, distance back for every output byte = [1]\n"),
-    about_100_steps: ("About 100 steps", "trained:\n  coupled ids: 99% exactly right after 100 steps\n"
-                      "  usual ids:   0% exactly right after 100 steps\n",
-                      "trained:\n  coupled ids: 80% exactly right after 300 steps\n  usual ids:   0% exactly right after 300 steps\n"),
+    the_distance_depends_on_the_length: ("Not the same", "a: L =  1, back [1]\nabc: L =  3, back [3]\n",
+                                         "a: L =  1, back [1]\nabc: L =  3, back [1]\n"),
+    about_100_steps: ("About 100 steps", "trained:\n  coupled ids: 99% after 100 steps\n  usual ids:   0% after 100 steps\n",
+                      "trained:\n  coupled ids: 80% after 300 steps\n  usual ids:   0% after 300 steps\n"),
 }
 
 

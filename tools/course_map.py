@@ -1,6 +1,6 @@
 """The course's two tracks and how long each notebook takes a learner.
 
-The main path (00–09) teaches the model and never uses an extra; each extra (10–14) stands on the
+The main path (00–09) teaches the model and never uses an extra; each extra (10–15) stands on the
 main path only. The minutes are counted, not guessed, so that 00's map, the README and the site can
 be checked against the notebooks: the required exercises' stated minutes, the prose read at 150
 words a minute (Markdown outside `<details>` reveals, code blocks left out) and the measured run
@@ -8,21 +8,30 @@ time. An optional exercise (`Exercise.optional`) is not in a notebook's time: th
 minutes beside it ("+N optional"), so the time a track states is the time its required work takes.
 
 `stated_map` gives the numbers the maps print (each notebook to the nearest 5 minutes, each track
-the sum of its rows); tools/course_map_minutes.py writes them into the README and notebook 00.
+the sum of its rows); tools/map_minutes.py writes them into the README and notebook 00.
+
+A tool of the repository, not of the package: it reads the notebooks and `make bench`'s measured
+run times (bench/results/), which an installed minitf does not have.
+
+    python tools/course_map.py      # minutes per notebook and per track, counted
 """
 from __future__ import annotations
 
 import json
 import math
 import re
-import statistics
+import sys
 from pathlib import Path
 
-from .exercises import EXERCISES
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 
-ROOT = Path(__file__).resolve().parents[2]
+from minitf.course.exercises import EXERCISES  # noqa: E402
+from runtimes import MEASUREMENT, measured  # noqa: E402  (tools/runtimes.py: the run-time tables' reader)
+
 NOTEBOOKS = ROOT / "notebooks"
-RUN_TIMES = ROOT / "bench" / "results" / "bench_notebooks.json"
+RUN_TIMES = MEASUREMENT  # make bench's notebooks section: bench/results/bench_notebooks.json
 MAIN_PATH = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09")
 EXTRAS = ("10", "11", "12", "13", "14", "15")
 WORDS_PER_MINUTE = 150
@@ -61,12 +70,7 @@ def prose_words(path: Path) -> int:
 
 def run_seconds(path: Path = RUN_TIMES) -> dict[str, float]:
     """Notebook stem → median seconds top to bottom, as last measured (empty if never measured)."""
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text())
-    runs = [r["per_notebook_seconds"] for r in data["runs"]]
-    return {n[:-6]: statistics.median(r[n] for r in runs if n in r)
-            for n in data["notebooks"] if any(n in r for r in runs)}
+    return {name[:-6]: seconds for name, seconds in measured(path).items()} if path.is_file() else {}
 
 
 def minutes(path: Path, seconds: dict[str, float] | None = None) -> dict[str, float]:
@@ -131,7 +135,7 @@ def summary(folder: Path = NOTEBOOKS) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m minitf.course.course_map
+if __name__ == "__main__":  # python tools/course_map.py
     print(summary())
 
 
