@@ -141,7 +141,8 @@ REPORTS = {"lm": ("lm", "report"), "lm_best": ("lm_best", "report"),
            "fast_recipe": ("fast_recipe", "render"), "origami_growth": ("origami_growth", "markdown"),
            "origami_recipe_growth": ("origami_recipe_growth", "markdown"),
            "norm_position": ("norm_position", "report"), "train_seeds": ("train_seeds", "report"),
-           "lm_best_profile": ("lm_best_profile", "report"), "lm_best_sweep": ("lm_best_sweep", "report")}
+           "lm_best_profile": ("lm_best_profile", "report"), "lm_best_sweep": ("lm_best_sweep", "report"),
+           "bpe": ("bpe", "report")}
 
 
 def rendered(study: str) -> str:
