@@ -48,6 +48,9 @@ rendered from whatever results exist, each with its own date):
              runs bench/lm_best_ablation.py: what each of lm-best's ingredients buys, 3 seeds at equal
              CPU time (the losses need a GPU: without one it re-reports the stored runs); --quick: a
              20-step smoke run on the CPU, to /tmp; shows minitf/experiments/stored/lm_best_ablation.md
+  bpe        runs bench/bpe.py (resumable; ~15 min of one core): lm-fast on bytes and on BPE tokens
+             (512, 1,024, 2,048) at equal time and equal FLOPs, 3 seeds, in bits per byte; the
+             tokenizer's speed; --quick: a smoke run to /tmp; shows minitf/experiments/stored/bpe.md
   nanogpt    with NANOGPT_DIR=<a clone of karpathy/nanoGPT> only (skipped without it, and under --quick):
              runs bench/nanogpt.py, `--recipe lm-fast` beside nanoGPT's own CPU quick-start, whole
              commands as their users run them, in turn; shows minitf/experiments/stored/nanogpt_quickstart.md
@@ -113,7 +116,7 @@ SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts include
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
-            "length", "lm_fast", "lm_envelope", "lm_best", "lm_best_ablation", "site", "nanogpt",
+            "length", "lm_fast", "lm_envelope", "lm_best", "lm_best_ablation", "bpe", "site", "nanogpt",
             "muon_step", "lm_best_time")
 # the notebooks' smaller studies, each a script of its own
 SECTIONS += ("norm_position", "train_seeds", "lm_best_profile", "lm_best_sweep")
@@ -698,6 +701,7 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
             ("lm_envelope", "lm_envelope.md", "The language model's iso-FLOP envelope, and growth against it"),
             ("lm_best", "lm_best.md", "nanoGPT's GPU mark on two CPU cores: `--recipe lm-best`"),
             ("lm_best_ablation", "lm_best_ablation.md", "`--recipe lm-best`: what each ingredient buys"),
+            ("bpe", "bpe.md", "Bytes or BPE? lm-fast on BPE tokens, in bits per byte"),
             ("nanogpt", "nanogpt_quickstart.md", "`--recipe lm-fast` beside nanoGPT's own CPU quick-start"),
             ("norm_position", "norm_position.md", "Pre-norm against post-norm (notebook 04)"),
             ("train_seeds", "train_seeds.md", "Notebook 08's training run from ten random starts"),
@@ -844,6 +848,7 @@ def main(argv=None) -> int:
                     "lm_envelope": lambda: bench_script("lm_envelope.py", args),
                     "lm_best": lambda: bench_script("lm_best.py", args),
                     "lm_best_ablation": lambda: bench_script("lm_best_ablation.py", args),
+                    "bpe": lambda: bench_script("bpe.py", args),
                     "nanogpt": lambda: bench_nanogpt(args),
                     "site": lambda: bench_site(args),
                     "norm_position": lambda: bench_script("norm_position.py", args),

@@ -104,7 +104,8 @@ def test_a_quick_run_starts_afresh_and_out_is_a_folder(tmp_path):
 
 
 STUDIES = {"ablation": ["run_one"], "length_study": ["run_one"], "tiny_sweep": ["run_one"],
-           "lm_fast": ["run_arm", "reference"], "lm_growth": ["run"], "lm_envelope": []}
+           "lm_fast": ["run_arm", "reference"], "lm_growth": ["run"], "lm_envelope": [],
+           "bpe": ["run", "probe", "tokenizer_speed"]}
 
 
 @pytest.mark.slow
@@ -140,7 +141,8 @@ REPORTS = {"lm": ("lm", "report"), "lm_best": ("lm_best", "report"),
            "fast_recipe": ("fast_recipe", "render"), "origami_growth": ("origami_growth", "markdown"),
            "origami_recipe_growth": ("origami_recipe_growth", "markdown"),
            "norm_position": ("norm_position", "report"), "train_seeds": ("train_seeds", "report"),
-           "lm_best_profile": ("lm_best_profile", "report"), "lm_best_sweep": ("lm_best_sweep", "report")}
+           "lm_best_profile": ("lm_best_profile", "report"), "lm_best_sweep": ("lm_best_sweep", "report"),
+           "bpe": ("bpe", "report")}
 
 
 def rendered(study: str) -> str:

@@ -1,6 +1,6 @@
 """The course's two tracks and how long each notebook takes a learner.
 
-The main path (00–09) teaches the model and never uses an extra; each extra (10–14) stands on the
+The main path (00–09) teaches the model and never uses an extra; each extra (10–15) stands on the
 main path only. The minutes are counted, not guessed, so that 00's map, the README and the site can
 be checked against the notebooks: the required exercises' stated minutes, the prose read at 150
 words a minute (Markdown outside `<details>` reveals, code blocks left out) and the measured run
@@ -33,7 +33,7 @@ from runtimes import MEASUREMENT, measured  # noqa: E402  (tools/runtimes.py: th
 NOTEBOOKS = ROOT / "notebooks"
 RUN_TIMES = MEASUREMENT  # make bench's notebooks section: bench/results/bench_notebooks.json
 MAIN_PATH = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09")
-EXTRAS = ("10", "11", "12", "13", "14")
+EXTRAS = ("10", "11", "12", "13", "14", "15")
 WORDS_PER_MINUTE = 150
 MAIN_PATH_WORD_BUDGET = 20_000
 NOTEBOOK_WORD_BUDGET = 3_000
@@ -146,4 +146,5 @@ EXTRA_ONLY_RESULTS = {
     "shift_long_small.pt": "12", "load_length_study": "12",
     "load_growth": "13", "load_lm_growth": "13", "load_recipe_growth": "13",
     "lm_fast.pt": "14", "load_lm_envelope": "14", "load_lm_fast": "14",
+    "load_bpe": "15", "load_bpe_model": "15",
 }

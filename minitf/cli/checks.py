@@ -159,6 +159,10 @@ def check_args(args) -> str | None:
                     "or the other")
         if args.text and args.skip_bad_lines:
             return "--skip-bad-lines is for pairs files; --text reads every byte of its file"
+        if getattr(args, "tokenizer", None) and not args.text:
+            return "--tokenizer is for --text's language model; pairs are bytes"
+        if getattr(args, "tokenizer", None) and args.trainer == "lightning":
+            return "--tokenizer is for --trainer minitf"
         problem = ignored_problem(args)
         if problem:
             return problem

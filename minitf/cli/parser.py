@@ -111,6 +111,11 @@ def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
                    "trains, last 10 %% validates) instead of on pairs")
     t.add_argument("--context", type=int, default=None,
                    help=f"with --text: bytes per training window (default {DEFAULT_CONTEXT})")
+    t.add_argument("--tokenizer", default=None, metavar="bpe:N",
+                   help="with --text: tokens instead of bytes, a byte-pair encoding of N tokens "
+                   "trained on the first 90 %% (GPT-2's pre-tokenizer; bpe:N:none for none) and "
+                   "saved in the checkpoint; --context then counts tokens, and the validation "
+                   "still reports bits per byte")
     t.add_argument("--train", help="pairs file (default: generate --n-train pairs of --task)")
     t.add_argument("--val", help="pairs file (default: with --train, the pairs of one input in 10 "
                    "of that file, held out; else --n-val fresh held-out pairs of --task)")

@@ -12,8 +12,9 @@ import textwrap
 from ..core.checkpoint import load
 from ..core.devices import pick_device
 from ..core.evaluate import evaluate, exact_match_by_length
-from ..core.generate import (PAIRS_MAX_NEW, check_sampling, generate, generate_text, pair_prompt,
-                             text_prompt)
+from ..core.bpe import BPE
+from ..core.generate import (PAIRS_MAX_NEW, check_sampling, continue_ids, generate, generate_text,
+                             pair_prompt, picker, seeded, text_prompt)
 from ..core.model import count_parameters
 from ..core.text import evaluate_text, read_text, text_baselines
 from ..core.words import plural
@@ -26,6 +27,12 @@ def use_threads(args) -> None:
     small models slower, and on a shared machine many times slower (3 of 9 runs 9x)."""
     import torch
     torch.set_num_threads(args.threads)
+
+
+def tokenizer_of(model) -> BPE | None:
+    """The BPE a language model was trained with (`train --tokenizer`), or None: bytes."""
+    saved = model.metadata.get("tokenizer")
+    return None if saved is None else BPE.from_dict(saved)
 
 
 def cmd_eval(args) -> int:
@@ -43,10 +50,15 @@ def cmd_eval(args) -> int:
     if args.text:
         warn_if_pairs_file(args.text)
         context = args.context or model.metadata.get("context", model.config.max_len)
-        text = read_text(args.text, context, max_len=model.config.max_len)
+        tokenizer = tokenizer_of(model)
+        text = read_text(args.text, context, max_len=model.config.max_len, tokenizer=tokenizer)
         metrics = evaluate_text(model, text.val)
-        baselines = text_baselines(text)
-        print(json.dumps({"split": "validation (last 10 %)", "bytes": metrics["bytes"],
+        baselines = text_baselines(text if tokenizer is None else read_text(args.text, 1))
+        tokens = ({} if tokenizer is None else
+                  {"tokenizer": repr(tokenizer), "tokens": metrics["tokens"],
+                   "bytes_per_token": round(metrics["bytes"] / metrics["tokens"], 4),
+                   "nats_per_token": round(metrics["nats_per_token"], 4)})
+        print(json.dumps({"split": "validation (last 10 %)", "bytes": metrics["bytes"], **tokens,
                           "loss": round(metrics["loss"], 4),
                           "bits_per_byte": round(metrics["bits_per_byte"], 4),
                           "baselines_bits_per_byte": {key: round(loss / math.log(2), 4) for key, loss
@@ -168,6 +180,14 @@ def cmd_generate(args) -> int:
         out.flush()
         written += 1
 
+    tokenizer = tokenizer_of(model)
+    if tokenizer is not None:  # a BPE model: prompt encoded, each new token shown as its bytes
+        def show(token: int) -> None:
+            nonlocal written
+            printer.write(tokenizer.vocab[token])
+            out.flush()
+            written += len(tokenizer.vocab[token])
+
     def end_line() -> None:
         pending = printer.end()
         out.write("\n")
@@ -177,7 +197,12 @@ def cmd_generate(args) -> int:
 
     try:
         for text in args.text:
-            if lm:
+            if lm and tokenizer is not None:
+                out.write(text)
+                pick = picker(temperature, args.top_k, args.top_p, seeded(args.seed))
+                continue_ids(model, tokenizer.encode(text), 200 if args.max_new is None
+                             else args.max_new, pick, on_byte=show)
+            elif lm:
                 out.write(text)
                 generate_text(model, text, **sampling, on_byte=show)
             else:
@@ -216,6 +241,8 @@ def cmd_info(args) -> int:
         rows.append(("command", meta.pop("command")))
     if "text" in meta:
         rows.append(("text", f"{meta.pop('text')}, context {meta.pop('context', '?')}"))
+    if isinstance(meta.get("tokenizer"), dict):
+        rows.append(("tokenizer", repr(BPE.from_dict(meta.pop("tokenizer")))))
     trained = [steps_reached(meta),
                f"seed {meta.pop('seed')}" if "seed" in meta else None,
                f"{meta.pop('train_seconds')} s" if "train_seconds" in meta else None]

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..core.checkpoint import PAIRS, load, save, train_state
 from ..core.devices import pick_device
 from ..core.model import Transformer, count_parameters
-from ..core.text import read_text
+from ..core.text import read_text, train_tokenizer
 from ..core.train import train
 from ..core.words import plural
 from .checks import LIGHTNING_KEEPS_ITS_OWN, out_problem, target_problem
@@ -58,7 +58,15 @@ def cmd_train(args) -> int:
     device = pick_device(args.device or "cpu")
     torch.manual_seed(args.seed)
     config = config_from_args(args)
-    if args.text:
+    if args.text and getattr(args, "tokenizer", None):  # tokens instead of bytes
+        tokenizer = train_tokenizer(args.text, args.tokenizer)
+        config = config.replace(vocab_size=tokenizer.vocab_size)
+        text = read_text(args.text, args.context, max_len=config.max_len, tokenizer=tokenizer)
+        train_data, val_data = text.train, text.val
+        described = (f"text {args.text}: {tokenizer!r}, {len(text.train):,} training and "
+                     f"{len(text.val):,} validation tokens, windows of {args.context} tokens "
+                     f"(about {args.context * text.train.n_bytes / len(text.train):.0f} bytes)")
+    elif args.text:
         text = read_text(args.text, args.context, max_len=config.max_len)
         train_data, val_data = text.train, text.val
         described = (f"text {args.text}: {len(text.train):,} training and {len(text.val):,} "
@@ -196,7 +204,10 @@ def save_run(model, args, hist, run: dict, partial: dict | None = None) -> None:
     how it was saved; the file then also holds the training state that --resume goes on from.
     --out was checked before training (free, or --force, or this run's own file): replace it."""
     final = hist.last_val()
-    kind = ({"text": args.text, "context": args.context} if args.text
+    # a BPE the text was encoded with goes with the weights: eval and generate decode by it
+    tokenizer = getattr(getattr(getattr(hist, "batches", None), "part", None), "tokenizer", None)
+    kind = ({"text": args.text, "context": args.context,
+             **({"tokenizer": tokenizer.to_dict()} if tokenizer is not None else {})} if args.text
             else {} if args.train else {PAIRS: split_args(args)})
     every = LOSS_CURVE_EVERY
     curve = [round(sum(hist.loss[i:i + every]) / len(hist.loss[i:i + every]), 4)

@@ -6,6 +6,11 @@ split by position, not at random, so no validation window overlaps a training wi
 batch is B windows of `context` bytes at random offsets; the target of position t is the byte after
 it, and the loss counts every position (there is no prompt part as in the pairs).
 
+A tokenizer (minitf.core.bpe, `read_text(..., tokenizer=)`) turns each split into token ids
+instead: the windows are then `context` tokens, and `evaluate_text` still reports nats and bits per
+*byte* of the original text (each target token's loss spread over the bytes it stands for), the
+only unit in which a byte-level model and a BPE model can be compared.
+
 What a validation loss is worth: `text_baselines` gives the loss of three counting predictors fitted
 on the same training split and scored on the same validation bytes (see its docstring).
 """
@@ -18,6 +23,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from .bpe import BPE, train_bpe
 from .devices import device_of
 from .model import evaluating
 from .tokens import VOCAB
@@ -33,17 +39,23 @@ class TextError(ValueError):
 
 @dataclass(frozen=True)
 class TextPart:
-    """One split of a text file: its bytes (N,) as uint8, and the window length the model reads."""
+    """One split of a text file: its bytes (N,) as uint8, or its token ids (N,) as int32 when a
+    tokenizer made them, and the window length the model reads (in tokens: bytes or BPE tokens)."""
     path: str
     name: str           # "train" or "validation"
-    data: torch.Tensor  # (N,) uint8
+    data: torch.Tensor  # (N,) uint8, or int32 token ids
     context: int
+    tokenizer: BPE | None = None  # None: the bytes are the tokens
+    n_bytes: int | None = None    # the split's length in bytes (with a tokenizer)
 
     def __len__(self) -> int:
         return len(self.data)
 
     def __repr__(self) -> str:
-        return f"TextPart({self.path!r}, {self.name}: {len(self):,} bytes, context {self.context})"
+        if self.tokenizer is None:
+            return f"TextPart({self.path!r}, {self.name}: {len(self):,} bytes, context {self.context})"
+        return (f"TextPart({self.path!r}, {self.name}: {len(self):,} tokens of {self.n_bytes:,} bytes, "
+                f"context {self.context} tokens)")
 
 
 @dataclass(frozen=True)
@@ -63,11 +75,12 @@ class Text:
 
 
 def read_text(path, context: int, max_len: int | None = None,
-              val_fraction: float = VAL_FRACTION) -> Text:
+              val_fraction: float = VAL_FRACTION, tokenizer: BPE | None = None) -> Text:
     """Read any file as bytes and split it: the first (1 − val_fraction) trains, the rest validates.
 
-    Each split must hold at least one window (context bytes and the one after it). Give the model's
-    max_len to check that it can read a whole window.
+    Each split must hold at least one window (context tokens and the one after it). Give the
+    model's max_len to check that it can read a whole window. tokenizer: each split is encoded
+    on its own (a BPE from `train_tokenizer`, trained on the training split only).
     """
     path = Path(path)
     if not isinstance(context, int) or context < 1:
@@ -88,11 +101,17 @@ def read_text(path, context: int, max_len: int | None = None,
     split = round(len(data) * (1 - val_fraction))
     parts = (TextPart(str(path), "train", data[:split], context),
              TextPart(str(path), "validation", data[split:], context))
+    if tokenizer is not None:
+        parts = tuple(TextPart(str(path), part.name,
+                               torch.tensor(tokenizer.encode(raw[start:end]), dtype=torch.int32),
+                               context, tokenizer, end - start)
+                      for part, (start, end) in zip(parts, [(0, split), (split, len(raw))]))
+    unit = "byte" if tokenizer is None else "token"
     for part in parts:
         if len(part) < context + 1:
             raise TextError(
                 f"{path}: too short for a window: its {part.name} split holds "
-                f"{plural(len(part), 'byte', sep=True)} "
+                f"{plural(len(part), unit, sep=True)} "
                 f"(of {len(data):,}), and one window needs context + 1 = {context + 1} (the context "
                 "and the byte after it); use a longer file or a smaller context")
     return Text(str(path), *parts)
@@ -130,10 +149,33 @@ def tiled_windows(part: TextPart, max_windows: int | None = None):
     return part.data[index].long(), part.data[index + 1].long()
 
 
+def train_tokenizer(path, spec: str, val_fraction: float = VAL_FRACTION) -> BPE:
+    """The tokenizer `spec` names, trained on the file's training split only (the first
+    1 − val_fraction of its bytes): "bpe:N" (N tokens, GPT-2's pre-tokenizer) or "bpe:N:none"
+    (no pre-tokenizer: tokens may cross spaces)."""
+    words = spec.split(":")
+    if words[0] != "bpe" or len(words) not in (2, 3) or not words[1].isdigit() or \
+            (len(words) == 3 and words[2] not in ("gpt2", "none")):
+        raise TextError(f"tokenizer {spec!r}: give bpe:N (a vocabulary of N tokens, N > 256) or "
+                        "bpe:N:none (no pre-tokenizer)")
+    if int(words[1]) <= 256:
+        raise TextError(f"tokenizer {spec!r}: a BPE vocabulary holds the 256 bytes and at least "
+                        "one merge: N > 256")
+    path = Path(path)
+    if not path.is_file():
+        raise TextError(f"{path}: no such file")
+    raw = path.read_bytes()
+    return train_bpe(raw[:round(len(raw) * (1 - val_fraction))], int(words[1]),
+                     words[2] if len(words) == 3 else "gpt2")
+
+
 @torch.no_grad()
 def evaluate_text(model, part: TextPart, max_windows: int | None = None,
                   batch_size: int = 256) -> dict:
-    """Mean loss over the split's tiled windows: {"loss" (nats per byte), "bits_per_byte", "bytes"}."""
+    """Mean loss over the split's tiled windows: {"loss" (nats per byte), "bits_per_byte", "bytes"}.
+
+    With a tokenizer, the loss is summed over the target tokens and divided by the bytes those
+    tokens stand for; "tokens" and "nats_per_token" say how it was counted."""
     check_fits(part, model)
     device = device_of(model)  # the windows are cut on the CPU, scored where the weights are
     ids, targets = tiled_windows(part, max_windows)
@@ -144,8 +186,12 @@ def evaluate_text(model, part: TextPart, max_windows: int | None = None,
             total += F.cross_entropy(logits.flatten(0, 1),
                                      targets[start:start + batch_size].flatten().to(device),
                                      reduction="sum").item()
-    loss = total / targets.numel()
-    return {"loss": loss, "bits_per_byte": loss / LN2, "bytes": targets.numel()}
+    if part.tokenizer is None:
+        loss = total / targets.numel()
+        return {"loss": loss, "bits_per_byte": loss / LN2, "bytes": targets.numel()}
+    n_bytes = int(torch.tensor(part.tokenizer.token_lengths())[targets].sum())
+    return {"loss": total / n_bytes, "bits_per_byte": total / n_bytes / LN2, "bytes": n_bytes,
+            "tokens": targets.numel(), "nats_per_token": total / targets.numel()}
 
 
 @torch.no_grad()
@@ -206,6 +252,8 @@ def text_baselines(text: Text) -> TextBaselines:
     unigram changed the bigram loss by less than 0.01 nats here). The bigram knows which byte tends
     to follow which: a model must use more than the previous byte to beat it.
     """
+    if text.train.tokenizer is not None:
+        raise TextError(f"{text.path}: the baselines count bytes; read the text without a tokenizer")
     train, val = text.train.data.long(), text.val.data.long()
     unigram = torch.bincount(train, minlength=VOCAB).double() + 1                       # (256,)
     pairs = torch.bincount(train[:-1] * VOCAB + train[1:], minlength=VOCAB * VOCAB)

@@ -386,3 +386,56 @@ class MyTransformer(nn.Module):
         if self.final_norm is not None:
             h = self.final_norm(h)
         return self.head(h)                                            # (B, T, 256) logits
+
+
+def my_count_pairs(ids):
+    counts = {}
+    for pair in zip(ids, ids[1:]):          # every adjacent pair: `aaa` holds (a, a) twice
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+def my_merge(ids, pair, new_id):
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+            out.append(new_id)              # the pair becomes one token …
+            i += 2                          # … and both its halves are used up
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def my_train_merges(data, n_merges):
+    ids, merges = list(data), []
+    for n in range(n_merges):
+        counts = my_count_pairs(ids)        # counted again after every merge
+        if not counts:
+            break
+        pair = min(counts, key=lambda p: (-counts[p], p))   # most frequent; a tie: the smallest pair
+        if counts[pair] < 2:
+            break                           # no pair repeats: a token would save nothing
+        merges.append(pair)
+        ids = my_merge(ids, pair, 256 + n)
+    return merges
+
+
+def my_encode(data, merges, special):
+    for token, token_id in special.items():     # a special token is cut out first, never merged
+        if token in data:
+            before, after = data.split(token, 1)
+            return my_encode(before, merges, special) + [token_id] + my_encode(after, merges, special)
+    ids = list(data)
+    for n, pair in enumerate(merges):           # in the order they were learned
+        ids = my_merge(ids, pair, 256 + n)
+    return ids
+
+
+def my_decode(ids, merges, special):
+    vocab = {i: bytes([i]) for i in range(256)}
+    for n, (a, b) in enumerate(merges):
+        vocab[256 + n] = vocab[a] + vocab[b]    # a merged token is its halves' bytes
+    for token, token_id in special.items():
+        vocab[token_id] = token
+    return b"".join(vocab[i] for i in ids)      # bytes: a token may end inside a character

@@ -12,12 +12,14 @@ their readers under one name:
     minitf.results.load_lm_envelope()            # lm_envelope.py (13, 14)
     minitf.results.load_lm_best()                # lm_best.py (14)
     minitf.results.load_norm_position()          # norm_position.py (04)
+    minitf.results.load_bpe()                    # bpe.py (15), and load_bpe_model()
 
 The results travel with the package: `make bench` writes them into `minitf/experiments/stored/`
 (RESULTS), which is package data, so an installed minitf (a wheel, not only a checkout) reads them
 too. Every reader also takes the path of another result file (`load_ablation("my_ablation.json")`).
 """
 from . import RESULTS
+from .bpe import BPEArm, BPEResults, BPERow, load_bpe, load_bpe_model
 from .ablation import ABLATION_JSON, BASELINE_LABELS, Ablation, Row, load_ablation
 from .growth_verdict import plot_growth_verdict
 from .lm_best import (LMBestAblation, LMBestProfile, LMBestResults, LMBestRun, LMBestSweep,
@@ -35,4 +37,5 @@ __all__ = ["RESULTS", "ABLATION_JSON", "BASELINE_LABELS", "Ablation", "Row", "lo
            "load_lm_best_ablation", "LMEnvelope", "load_lm_envelope", "LMFastArm", "LMFastResults",
            "load_lm_fast", "LMGrowthArm", "LMGrowthCurve", "LMGrowthResults", "load_lm_growth",
            "GROWTH_START", "GrowthArm", "GrowthCurve", "GrowthResults", "RecipeGrowthResults",
-           "RecipeRun", "load_growth", "load_recipe_growth", "load_norm_position"]
+           "RecipeRun", "load_growth", "load_recipe_growth", "load_norm_position", "BPEArm", "BPEResults",
+           "BPERow", "load_bpe", "load_bpe_model"]

@@ -8,11 +8,11 @@ from __future__ import annotations
 from ..declaration import Exercise
 from . import (nb01_embeddings, nb02_rope, nb03_attention, nb04_ffn_block, nb05_batches, nb06_heads,
                nb07_origami, nb08_model_forward, nb08_model_modules, nb08_loss_and_step, nb08_schedule_and_adamw,
-               nb08_loop_and_clip, nb09_language_model, nb12_weights_by_hand)
+               nb08_loop_and_clip, nb09_language_model, nb12_weights_by_hand, nb15_bytes_or_bpe)
 
 LESSONS = (nb01_embeddings, nb02_rope, nb03_attention, nb04_ffn_block, nb05_batches, nb06_heads,
            nb07_origami, nb08_model_forward, nb08_model_modules, nb08_loss_and_step, nb08_schedule_and_adamw,
-           nb08_loop_and_clip, nb09_language_model, nb12_weights_by_hand)
+           nb08_loop_and_clip, nb09_language_model, nb12_weights_by_hand, nb15_bytes_or_bpe)
 
 KINDS_OF_PIECE = ("model", "training")  # Exercise.fills: the Parts and the TrainingParts of notebook 08
 
