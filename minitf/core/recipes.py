@@ -98,8 +98,8 @@ RECIPES = {r.name: r for r in [
     Recipe("lm-fast-bpe", {**_LM_FAST, "tokenizer": "bpe:1024", "steps": 267},
            "lm-fast on 1,024 BPE tokens (GPT-2's pre-tokenizer, learned from the first 90 % before "
            "training starts, saved in the checkpoint): 232,256 parameters, 267 steps, the CPU time of "
-           "lm-fast's 340 (about 10 s of training CPU on a 2-core AMD EPYC); 2.41-2.42 bits per byte "
-           "on the last 10 % against lm-fast's 2.62-2.67 over 3 seeds"),
+           "lm-fast's 340 (about 10 s of training CPU on a 2-core AMD EPYC (AVX-512, bf16)); "
+           "2.41-2.42 bits per byte on the last 10 % against lm-fast's 2.62-2.67 over 3 seeds"),
     # as low as it goes in about nanoGPT's CPU time (87 s): lm-fast's
     # training with 4 layers and 1,700 steps; docs/recipes.md gives its 3 seeds (not tuned further)
     Recipe("lm-long", {**_LM_FAST, "n_layers": 4, "steps": 1700},
