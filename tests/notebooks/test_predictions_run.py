@@ -44,6 +44,12 @@ def neighbours_less_alike_than_any_two(out, key):
     assert m and key.startswith("No") and float(m[1]) < float(m[2]), out
 
 
+def most_in_the_two_ends(out, key):
+    # "Almost nine tenths in the two ends": the share the cell prints for the embedding and the head
+    ends, layers = (int(x) for x in re.findall(r"the two (?:ends|layers): [\d,]+ \((\d+)%\)", out))
+    assert key.startswith("Almost nine tenths") and 85 <= ends < 90 and ends + layers == 100, out
+
+
 def the_two_scores_are_equal(out, key):
     # "the same score": q·k at m = 5, n = 2 and at m = 9, n = 6, both printed to 4 places
     scores = re.findall(r"q·k = (-?\d+\.\d+)", out)
@@ -125,6 +131,7 @@ def about_100_steps(out, key):
 ANSWER_AGREES = {  # (notebook, words of the prompt): the rule its answer key and its run's printout obey
     ("00_setup_check", "What shape will its output have?"): shape_is_printed,
     ("01_embeddings", "Will neighbouring byte values"): neighbours_less_alike_than_any_two,
+    ("01_embeddings", "What share of the 2,648 parameters"): most_in_the_two_ends,
     ("02_rope", "What will it be at $m = 9$"): the_two_scores_are_equal,
     ("03_attention", "How much of its weight stays on itself"): position_0_keeps_e_over_e_plus_2,
     ("04_ffn_block", "How much gradient reaches the input"): practically_no_gradient_without_residuals,
@@ -176,6 +183,9 @@ RIGHT_AND_WRONG = {
     neighbours_less_alike_than_any_two: ("No: neighbours in value are less alike than two bytes taken at random.",
                                          "average cosine similarity: bytes c and c + 1 -0.11; any two bytes 0.04\n",
                                          "average cosine similarity: bytes c and c + 1 0.31; any two bytes 0.04\n"),
+    most_in_the_two_ends: ("Almost nine tenths in the two ends",
+                           "total 2,648\n\nthe two ends: 2,304 (87%);  the two layers: 344 (13%)\n",
+                           "total 2,648\n\nthe two ends: 1,324 (50%);  the two layers: 1,324 (50%)\n"),
     the_two_scores_are_equal: ("the same score", "moved\nm = 5, n = 2: q·k = -0.3923\nm = 9, n = 6: q·k = -0.3923\n",
                                "moved\nm = 5, n = 2: q·k = -0.3923\nm = 9, n = 6: q·k = 0.1250\n"),
     position_0_keeps_e_over_e_plus_2: ("About 0.58 (0.5761).", "weights:\n0.5761  0.2119  0.2119\n",
