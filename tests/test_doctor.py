@@ -227,3 +227,20 @@ def test_the_command_prints_the_factor_but_notebook_00s_verdict_has_no_timing(mo
     doctor.main()
     out = " ".join(capsys.readouterr().out.split())  # the report wraps its lines
     assert "expect about" in out and "the documented times here" in out and "this CPU:" in out
+
+
+def test_notebook_00s_check_prints_one_sentence_when_all_is_well_and_each_verdict_when_not(capsys, monkeypatch):
+    """check_setup keeps the harness out of notebook 00: one sentence on a set-up that computes the
+    book's numbers, every check's line and what to do as soon as one differs."""
+    from minitf.notebook import check_setup
+
+    check_setup()
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("All well") and "6 checks" in out
+    bad = doctor.Report(facts=[], findings=[doctor.Finding("versions", True, "as pinned"),
+                                            doctor.Finding("forward pass", False, "off by 3e-5", "Reinstall torch.")])
+    monkeypatch.setattr(doctor, "check", lambda: bad)
+    check_setup()
+    out = capsys.readouterr().out
+    assert "ok  versions" in out and "DIFFERS  forward pass" in out and "Reinstall torch." in out
+    assert out.rstrip().endswith("1 of 2 checks differ from the book: the reasons are above.")

@@ -3,19 +3,24 @@ model (`plot_growth_verdict()`)."""
 from __future__ import annotations
 
 from .growth_curves import GROWTH_MARK, value_at
+from .lm_envelope import LMEnvelope, load_lm_envelope
 from .lm_growth import LMGrowthResults, load_lm_growth
 from .origami_growth import GrowthResults, load_growth
 
 
-def plot_growth_verdict(growth: GrowthResults | None = None, lm_growth: LMGrowthResults | None = None):
+def plot_growth_verdict(growth: GrowthResults | None = None, lm_growth: LMGrowthResults | None = None,
+                        envelope: LMEnvelope | None = None):
     """Does growing pay? Two of the stored measurements, each grown arm at its best against training
     the big model from scratch on the same compute (means over the seeds): left, the tiny model
     grown ×8 in width on shift; right, notebook 09's language model grown from 2 to 4 layers.
-    A ring where the model grew; dotted, scratch's final loss. A matplotlib Figure."""
+    A ring where the model grew; dotted, scratch's final loss. The language model's panel also says
+    what the same arm costs against the best fixed size for its budget (lm_envelope: extra 14),
+    since beating the 4-layer target alone would mislead. A matplotlib Figure."""
     from matplotlib.figure import Figure
 
     growth = growth or load_growth()
     lm_growth = lm_growth or load_lm_growth()
+    envelope = envelope or load_lm_envelope()
     fig = Figure(figsize=(7.6, 3.9), layout="constrained")
     left, right = fig.subplots(1, 2)
 
@@ -46,6 +51,11 @@ def plot_growth_verdict(growth: GrowthResults | None = None, lm_growth: LMGrowth
                    xytext=(0.04, lm_growth.target_loss - 0.09), fontsize=9, color="tab:blue", va="bottom",
                    arrowprops={"arrowstyle": "->", "color": "tab:blue"})
     right.set_ylim(lm_growth.target_loss - 0.1, lm_growth.target_loss + 0.5)
+    if arm.name in envelope.rescored:
+        best_size = envelope.envelope[1.0][0]
+        right.text(0.97, 0.97, f"but against the best fixed size ({best_size}):\n"
+                   f"{envelope.rescored[arm.name]['vs_envelope']:.2f}× its compute for this loss",
+                   transform=right.transAxes, ha="right", va="top", fontsize=9, color="tab:red")
     right.set_title("Language model: 2 → 4 layers\n(deepen after 0.8 of the budget)" if arm.name == "deepen 2→4, τ=0.8"
                     else f"Language model\n({arm.name})", fontsize=10)
     right.set_ylabel("validation loss (nats per byte)", fontsize=9)

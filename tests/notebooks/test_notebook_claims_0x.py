@@ -56,7 +56,7 @@ def test_00s_forward_pass_maps_11_byte_ids_to_11_rows_of_256_scores():
 
 def test_00s_try_this_says_what_the_two_drawings_show():
     text = " ".join(joined("00_setup_check.ipynb").split())
-    assert numbers(text, after="for the first,")[:4] == [8, 16, 4, 5552]   # widths, head dim, parameters
+    assert numbers(text, after="For the first,")[:4] == [8, 16, 4, 5552]   # widths, head dim, parameters
     assert numbers(text, after="for the second,")[0] == 2656
     assert minitf.count_parameters(minitf.Transformer(Config(d_model=8, d_ff=16))) == 5_552
     assert Config(d_model=8, d_ff=16).head_dim == 4
@@ -262,10 +262,11 @@ def test_01_neighbouring_bytes_are_less_alike_than_any_two_and_two_directions_sh
     assert numbers(text, after="their average cosine similarity")[:2] == [float(m[1]), float(m[2])]
 
 
-def test_01_the_two_ends_hold_2304_of_2648_parameters_as_printed():
-    out = printed("01_embeddings.ipynb", containing="print(minitf.format_parameter_table(tiny))")
-    ends, ends_share, layers, layers_share = numbers(out.splitlines()[-1])   # the two ends, the two layers
-    assert ends + layers == 2648 and (ends, ends_share) == (256 * 4 * 2 + 256, 87) and layers_share == 13
+@pytest.mark.slow
+def test_01_the_two_ends_hold_2304_of_2648_parameters_as_printed_when_run():
+    """The predict cell is stored without output: what it prints is read from a run of the notebook."""
+    out = printed(executed("01_embeddings"), containing="print(minitf.format_parameter_table(tiny))")
+    assert "the two ends: 2,304 (87%);  the two layers: 344 (13%)" in out
     tiny = minitf.Transformer(Config())
     assert minitf.count_parameters(tiny) == 2648
 

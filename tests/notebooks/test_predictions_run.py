@@ -32,6 +32,12 @@ def neighbours_less_alike_than_any_two(out, key):
     assert key.startswith("No") and neighbours < any_two, out
 
 
+def most_in_the_two_ends(out, key):
+    # "Almost nine tenths in the two ends": the share the cell prints for the embedding and the head
+    ends, layers = (int(x) for x in re.findall(r"the two (?:ends|layers): [\d,]+ \((\d+)%\)", out))
+    assert key.startswith("Almost nine tenths") and 85 <= ends < 90 and ends + layers == 100, out
+
+
 def the_two_scores_are_equal(out, key):
     # "the same score": q·k at m = 5, n = 2 and at m = 9, n = 6, both printed to 4 places
     scores = [numbers(line, after="q·k =") for line in out.splitlines()[1:]]
@@ -112,6 +118,7 @@ def about_100_steps(out, key):
 ANSWER_AGREES = {  # (notebook, words of the prompt): the rule its answer key and its run's printout obey
     ("00_setup_check", "What shape"): shape_is_printed,
     ("01_embeddings", "neighbouring byte values"): neighbours_less_alike_than_any_two,
+    ("01_embeddings", "share of the 2,648 parameters"): most_in_the_two_ends,
     ("02_rope", "at $m = 9$"): the_two_scores_are_equal,
     ("03_attention", "stays on itself"): position_0_keeps_e_over_e_plus_2,
     ("04_ffn_block", "reaches the input"): practically_no_gradient_without_residuals,
@@ -162,6 +169,9 @@ RIGHT_AND_WRONG = {
     shape_is_printed: ("(1, 11, 256)", "out:\nlogits.shape = (1, 11, 256)\n", "logits.shape = (1, 256)\n"),
     neighbours_less_alike_than_any_two: ("No: …", "c and c + 1 -0.11; any two 0.04\n",
                                          "c and c + 1 0.31; any two 0.04\n"),
+    most_in_the_two_ends: ("Almost nine tenths in the two ends",
+                           "total 2,648\n\nthe two ends: 2,304 (87%);  the two layers: 344 (13%)\n",
+                           "total 2,648\n\nthe two ends: 1,324 (50%);  the two layers: 1,324 (50%)\n"),
     the_two_scores_are_equal: ("the same score", "moved\n2: q·k = -0.3923\n6: q·k = -0.3923\n",
                                "moved\n2: q·k = -0.3923\n6: q·k = 0.1250\n"),
     position_0_keeps_e_over_e_plus_2: ("About 0.58 (0.5761).", "weights:\n0.5761  0.2119  0.2119\n",
