@@ -21,11 +21,11 @@ def _lookup_slips(ids, table):
 
 
 THROW_AWAY = Exercise(
-    "throw_away_lookup", "01", "a throw-away copy of the embedding lookup", 1, 1,
-    lambda ids, table: F.embedding(ids, table), _lookup_cases, "row b of the table is byte b's vector",
+    name="throw_away_lookup", notebook="01", teaches="a throw-away copy of the embedding lookup", difficulty=1, minutes=1,
+    reference=lambda ids, table: F.embedding(ids, table), cases=_lookup_cases, hint="row b of the table is byte b's vector",
     options={"diagnoses": _lookup_slips}, library={F.embedding: "F.embedding"},
     own_work="indexing the table is fine: F.embedding is the lookup itself",
-    piece=Piece("model", 99, "throw_away_lookup(ids, table) → (B, T, C)"))
+    piece=Piece(fills="model", order=99, call="throw_away_lookup(ids, table) → (B, T, C)"))
 
 
 @pytest.fixture
@@ -84,9 +84,9 @@ def test_a_name_declared_twice_is_refused_naming_where(declared):
 def test_a_piece_needs_a_known_kind_and_its_call():
     import dataclasses
     with pytest.raises(ValueError, match="fills='optimizer'"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind", piece=Piece("optimizer", 99, THROW_AWAY.call)))
+        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind", piece=Piece(fills="optimizer", order=99, call=THROW_AWAY.call)))
     with pytest.raises(ValueError, match="needs `call`"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call", piece=Piece("model", 99, "")))
+        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call", piece=Piece(fills="model", order=99, call="")))
     assert "bad_kind" not in lessons.EXERCISES and "no_call" not in lessons.EXERCISES
 
 

@@ -13,7 +13,7 @@ HINTS_AFTER = 2        # at least this many collapsed <details> blocks (hints) f
 SOLUTION_WITHIN = 3    # … and the Solution block is in one of this many Markdown cells after it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Piece:
     """The piece of notebook 08 an exercise's answer becomes: the three facts go together (an order
     or a call means nothing without the kind of piece), so a declaration gives them as one."""
@@ -22,7 +22,7 @@ class Piece:
     call: str                 # how the model or the training calls the piece
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Exercise:
     """One exercise: what it teaches, its cases and slips, what it refuses, the piece it fills.
 
@@ -40,7 +40,7 @@ class Exercise:
     - `library` names the library functions the exercise re-creates (a call to one is refused) and
       `own_work` says, with the word "fine", which calls are the learner's to use.
 
-    A declaration with a `piece` (`Piece(fills, order, call)`, fills "model" or "training") is a
+    A declaration with a `piece` (`Piece(fills=…, order=…, call=…)`, fills "model" or "training") is a
     piece notebook 08 builds from: a passed answer is saved to my_parts/ and `call` (how the model or
     the training calls it) and `order` (its place in Parts, the order the model or training runs its
     pieces) go into PIECES or TRAINING_PIECES. Adding an exercise is one declaration in its lesson

@@ -210,9 +210,9 @@ def _block_slips(block, h, cos, sin):
 
 
 EXERCISES = [
-    Exercise("layer_norm", "04", "LayerNorm: centre, scale to unit variance, then γ and β", 2, 10,
-             lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps), lambda: _norm_cases(True),
-             "mean and variance over the last dimension with keepdim=True; the variance is biased "
+    Exercise(name="layer_norm", notebook="04", teaches="LayerNorm: centre, scale to unit variance, then γ and β", difficulty=2, minutes=10,
+             reference=lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps), cases=lambda: _norm_cases(True),
+             hint="mean and variance over the last dimension with keepdim=True; the variance is biased "
              "(divide by C, like unbiased=False); eps goes inside the square root",
              options={"diagnoses": _norm_slips, "hints_by_diagnosis": {
                  "raised": "x.mean(-1) drops the last dimension; keepdim=True keeps it, so (x − mean) "
@@ -227,10 +227,10 @@ EXERCISES = [
                              on_face(LayerNorm.formula)),
              own_work="x.mean, x.var(unbiased=False), torch.sqrt and torch.rsqrt are fine (the "
                       "formula is the exercise): F.layer_norm and nn.LayerNorm are LayerNorm itself",
-             piece=Piece("model", 6, 'layer_norm(x, weight, bias, eps)')),
-    Exercise("rms_norm", "04", "RMSNorm: LayerNorm without the centring and without β", 1, 5,
-             lambda x, w, eps: F.rms_norm(x, w.shape, w, eps), lambda: _norm_cases(False),
-             "divide by sqrt(mean(x²) + eps) over the last dimension (keepdim=True); no mean is "
+             piece=Piece(fills="model", order=6, call='layer_norm(x, weight, bias, eps)')),
+    Exercise(name="rms_norm", notebook="04", teaches="RMSNorm: LayerNorm without the centring and without β", difficulty=1, minutes=5,
+             reference=lambda x, w, eps: F.rms_norm(x, w.shape, w, eps), cases=lambda: _norm_cases(False),
+             hint="divide by sqrt(mean(x²) + eps) over the last dimension (keepdim=True); no mean is "
              "subtracted",
              options={"diagnoses": _rms_slips, "hints_by_diagnosis": {
                  "_gamma_beta": "RMSNorm ends with × weight (γ): x / sqrt(mean(x²) + eps) * weight",
@@ -240,12 +240,12 @@ EXERCISES = [
                              on_face(RMSNorm.forward)),
              own_work="x ** 2, .mean, torch.sqrt and torch.rsqrt are fine (the formula is the "
                       "exercise): F.rms_norm and nn.RMSNorm are RMSNorm itself",
-             piece=Piece("model", 7, 'rms_norm(x, weight, eps)'),
+             piece=Piece(fills="model", order=7, call='rms_norm(x, weight, eps)'),
              optional=True),
-    Exercise("feed_forward", "04", "the FFN: two linear maps with a ReLU between, per position",
-             1, 5, lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd),
-             _ffn_cases,
-             "nn.Linear stores its weight as (out, in): x @ W.T + b; ReLU between the two layers, "
+    Exercise(name="feed_forward", notebook="04", teaches="the FFN: two linear maps with a ReLU between, per position",
+             difficulty=1, minutes=5, reference=lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd),
+             cases=_ffn_cases,
+             hint="nn.Linear stores its weight as (out, in): x @ W.T + b; ReLU between the two layers, "
              "not after the second",
              options={"diagnoses": _ffn_slips, "hints_by_diagnosis": {
                  "_ffn_bias": "each map has its own bias: x @ w_up.T + b_up before the ReLU, "
@@ -255,10 +255,10 @@ EXERCISES = [
              library=refused(on_face(FeedForward.forward)),
              own_work="F.linear (or x @ W.T + b) and torch.relu are fine (the FFN's shape, two maps "
                       "with a ReLU between, is the exercise): minitf.FeedForward is the FFN itself",
-             piece=Piece("model", 8, 'feed_forward(x, w_up, b_up, w_down, b_down), ReLU')),
-    Exercise("swiglu", "04", "SwiGLU: the FFN's hidden units gated by a second projection of the input",
-             2, 10, _swiglu_reference, _swiglu_cases,
-             "three maps, no biases: hidden = silu(x @ w_up.T) * (x @ w_gate.T), element by element, "
+             piece=Piece(fills="model", order=8, call='feed_forward(x, w_up, b_up, w_down, b_down), ReLU')),
+    Exercise(name="swiglu", notebook="04", teaches="SwiGLU: the FFN's hidden units gated by a second projection of the input",
+             difficulty=2, minutes=10, reference=_swiglu_reference, cases=_swiglu_cases,
+             hint="three maps, no biases: hidden = silu(x @ w_up.T) * (x @ w_gate.T), element by element, "
              "(..., d_ff); then hidden @ w_down.T",
              options={"diagnoses": _swiglu_slips, "hints_by_diagnosis": {
                  "_swiglu_swapped": "F.silu(x @ w_up.T) * (x @ w_gate.T): SiLU on up, the gate linear",
@@ -269,12 +269,12 @@ EXERCISES = [
              library=refused(on_face(FeedForward.forward)),
              own_work="F.silu (or x * torch.sigmoid(x)), @ and F.linear are fine (the gate is the "
                       "exercise): minitf.FeedForward with ffn_gate is SwiGLU itself",
-             piece=Piece("model", 9,
-                         'swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.modern_block.ffn_gate)'),
+             piece=Piece(fills="model", order=9,
+                         call='swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.modern_block.ffn_gate)'),
              optional=True),
-    Exercise("block", "04", "the block: attention and FFN, each with its residual and its norm, "
-             "pre-norm or post-norm", 3, 15, _block_reference, _block_cases,
-             "pre-norm: a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True); "
+    Exercise(name="block", notebook="04", teaches="the block: attention and FFN, each with its residual and its norm, "
+             "pre-norm or post-norm", difficulty=3, minutes=15, reference=_block_reference, cases=_block_cases,
+             hint="pre-norm: a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True); "
              "h = h + a; h = h + block.ffn(block.norm2(h)). Post-norm: a, weights = block.attn(h, …); "
              "h = block.norm1(h + a); h = block.norm2(h + block.ffn(h)). Return (h, weights)",
              result_names=("h", "weights"),
@@ -290,6 +290,6 @@ EXERCISES = [
              own_work="block.attn, block.norm1, block.norm2, block.ffn, block.pre_norm and + are "
                       "fine (where the norms and the sums go is the exercise): the block's own "
                       "forward is the answer itself",
-             piece=Piece("model", 10,
-                         'block(block, h, cos, sin) → (h, weights): the sub-layers, their residuals and norms')),
+             piece=Piece(fills="model", order=10,
+                         call='block(block, h, cos, sin) → (h, weights): the sub-layers, their residuals and norms')),
 ]

@@ -26,9 +26,9 @@ def _widen_reference(W, k):
 
 
 EXERCISES = [
-    Exercise("widen_weight", "07", "Origami: a weight that computes the same thing on copied inputs",
-             2, 10, _widen_reference, _widen_cases,
-             "W' is a k×k grid of blocks; with the input copied k times, each output row sums k "
+    Exercise(name="widen_weight", notebook="07", teaches="Origami: a weight that computes the same thing on copied inputs",
+             difficulty=2, minutes=10, reference=_widen_reference, cases=_widen_cases,
+             hint="W' is a k×k grid of blocks; with the input copied k times, each output row sums k "
              "blocks, so every block must be W / k",
              options={"factors": lambda W, k: {"k": k, "k²": k * k, "1/k": 1 / k},
                       "diagnoses": (_zeros_where_copies_should_be,)},

@@ -186,10 +186,10 @@ def _clip_slips(grads, max_norm):
 
 
 EXERCISES = [
-    Exercise("train_loop", "08", "the training loop: a batch, the rate, a step, the history, "
-             "validation every few steps", 2, 15, training_checks.reference_loop,
-             _loop_cases,
-             "for each step: set group['lr'] = schedule(step) in every param group, draw a batch with "
+    Exercise(name="train_loop", notebook="08", teaches="the training loop: a batch, the rate, a step, the history, "
+             "validation every few steps", difficulty=2, minutes=15, reference=training_checks.reference_loop,
+             cases=_loop_cases,
+             hint="for each step: set group['lr'] = schedule(step) in every param group, draw a batch with "
              "next_batch(), loss = step_fn(model, optimizer, ids, targets); record loss.item() and "
              "the rate; after step + 1 = eval_every, 2·eval_every, … append "
              "{'step': step + 1, **evaluate(model)} to history['val']",
@@ -203,12 +203,12 @@ EXERCISES = [
              library=refused(training_checks.reference_loop, on_face(train)),
              own_work="a for loop, the functions you are given and list.append are fine: "
                       "minitf.train is a loop itself",
-             piece=Piece("training", 5,
-                         'train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate) → history')),
-    Exercise("clip_gradients", "08", "gradient clipping: one norm over all the gradients, scaled "
-             "down to max_norm only when above it", 2, 10, training_checks.torch_clip,
-             _clip_cases,
-             "keep the gradients that exist (p.grad is not None) in a list; their total norm is "
+             piece=Piece(fills="training", order=5,
+                         call='train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate) → history')),
+    Exercise(name="clip_gradients", notebook="08", teaches="gradient clipping: one norm over all the gradients, scaled "
+             "down to max_norm only when above it", difficulty=2, minutes=10, reference=training_checks.torch_clip,
+             cases=_clip_cases,
+             hint="keep the gradients that exist (p.grad is not None) in a list; their total norm is "
              "√(Σ g²) over every entry of every tensor; if it is above max_norm, multiply every "
              "gradient in place by max_norm / (norm + 1e-6), else leave them alone",
              drive=drive_clip,
@@ -239,7 +239,7 @@ EXERCISES = [
              own_work="p.grad, ** 2, .sum(), torch.sqrt (or .norm() on one tensor) and .mul_ are "
                       "fine (the one norm and the only-when-above are the exercise): "
                       "torch.nn.utils.clip_grad_norm_ is clipping itself",
-             piece=Piece("training", 1,
-                         'clip_gradients(parameters, max_norm): one norm over all gradients, scaled down to max_norm when above it'),
+             piece=Piece(fills="training", order=1,
+                         call='clip_gradients(parameters, max_norm): one norm over all gradients, scaled down to max_norm when above it'),
              optional=True),
 ]

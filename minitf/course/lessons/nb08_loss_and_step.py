@@ -154,9 +154,9 @@ def _minitf_train_step(model, optimizer, ids, targets, loss_fn, clip):
 
 
 EXERCISES = [
-    Exercise("output_loss", "08", "the output-only cross-entropy: −log p(target), averaged over the "
-             "output bytes and EOS", 2, 15, masked_loss, _loss_cases,
-             "log_softmax over the last dimension, pick each target's log-probability (gather), and "
+    Exercise(name="output_loss", notebook="08", teaches="the output-only cross-entropy: −log p(target), averaged over the "
+             "output bytes and EOS", difficulty=2, minutes=15, reference=masked_loss, cases=_loss_cases,
+             hint="log_softmax over the last dimension, pick each target's log-probability (gather), and "
              "average −log p over the positions whose target is not IGNORE, the whole batch together",
              options={"diagnoses": _loss_slips, "hints_by_diagnosis": {
                  "_loss_positions": "keep = targets != IGNORE; the mean is (nll * keep).sum() / keep.sum()",
@@ -171,11 +171,11 @@ EXERCISES = [
              own_work="torch.log_softmax (or logsumexp), gather, torch.where and sums are fine (the "
                       "mask and the mean are the exercise): F.cross_entropy and minitf.masked_loss are "
                       "the loss itself",
-             piece=Piece("training", 0,
-                         'output_loss(logits, targets) → mean cross-entropy over the output part')),
-    Exercise("train_step", "08", "one training step: zero_grad, forward, loss, backward, clip, step",
-             2, 10, _minitf_train_step, _step_cases,
-             "clear the old gradients first (optimizer.zero_grad()), then loss = loss_fn(model(ids), "
+             piece=Piece(fills="training", order=0,
+                         call='output_loss(logits, targets) → mean cross-entropy over the output part')),
+    Exercise(name="train_step", notebook="08", teaches="one training step: zero_grad, forward, loss, backward, clip, step",
+             difficulty=2, minutes=10, reference=_minitf_train_step, cases=_step_cases,
+             hint="clear the old gradients first (optimizer.zero_grad()), then loss = loss_fn(model(ids), "
              "targets), loss.backward(), clip the gradient norm to `clip`, optimizer.step(); return "
              "the loss", drive=drive_step, result_names=("losses", "weights"),
              options={"diagnoses": _step_slips, "hints_by_diagnosis": {
@@ -190,5 +190,5 @@ EXERCISES = [
                       "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "
                       "the exercise): "
                       "minitf's train_step is the step itself",
-             piece=Piece("training", 2, 'train_step(model, optimizer, ids, targets, loss_fn, clip) → loss')),
+             piece=Piece(fills="training", order=2, call='train_step(model, optimizer, ids, targets, loss_fn, clip) → loss')),
 ]

@@ -77,9 +77,9 @@ _CLASS_HINTS = {
 
 
 EXERCISES = [
-    Exercise("MyAttention", "08", "multi-head attention as a module of your own: its layers, its "
-             "buffer, its forward", 3, 10, minitf_module, _attention_cases,
-             "the state dict of MultiHeadAttention(config) is qkv.weight (3·H·hd, C), qkv.bias, "
+    Exercise(name="MyAttention", notebook="08", teaches="multi-head attention as a module of your own: its layers, its "
+             "buffer, its forward", difficulty=3, minutes=10, reference=minitf_module, cases=_attention_cases,
+             hint="the state dict of MultiHeadAttention(config) is qkv.weight (3·H·hd, C), qkv.bias, "
              "out.weight (C, H·hd), out.bias and the buffer inv_freq (H, hd/2); forward(x, cos, sin, "
              "need_weights=False) returns (output, weights or None), as my_multi_head_attention "
              "computes them", drive=drive_module(_with_weights), result_names=("output", "weights"),
@@ -97,9 +97,9 @@ EXERCISES = [
                       "my_apply_rope are fine (which layers, which shapes, and the forward are the "
                       "exercise): minitf.MultiHeadAttention is the module itself",
              answer_name="MyAttention"),
-    Exercise("MyBlock", "08", "the block as a module of your own: two norms, your attention, the "
-             "FFN, and your block's residuals", 2, 10, minitf_module, _block_cases,
-             "the state dict of Block(config) is norm1.weight, norm1.bias, attn.… (your MyAttention), "
+    Exercise(name="MyBlock", notebook="08", teaches="the block as a module of your own: two norms, your attention, the "
+             "FFN, and your block's residuals", difficulty=2, minutes=10, reference=minitf_module, cases=_block_cases,
+             hint="the state dict of Block(config) is norm1.weight, norm1.bias, attn.… (your MyAttention), "
              "norm2.weight, norm2.bias, ffn.up.weight (d_ff, C), ffn.up.bias, ffn.down.weight (C, d_ff), "
              "ffn.down.bias; forward(h, cos, sin, need_weights=False) returns (h, weights or None), "
              "pre-norm or post-norm as config.norm_position says", drive=drive_module(_with_weights),
@@ -119,9 +119,9 @@ EXERCISES = [
                       "my_feed_forward are fine (the modules and their names are the exercise): "
                       "minitf.Block and minitf.MultiHeadAttention are the modules themselves",
              answer_name="MyBlock", shows=("MyLayerNorm", "MyFeedForward", "MyBlock")),
-    Exercise("MyTransformer", "08", "the model as a module of your own: the embedding, the blocks, "
-             "the final norm, the head (tied or not), and its forward", 2, 10, minitf_module, _forward_cases,
-             "the state dict of Transformer(config) is embed.weight (256, C), blocks.0.… (your MyBlock) "
+    Exercise(name="MyTransformer", notebook="08", teaches="the model as a module of your own: the embedding, the blocks, "
+             "the final norm, the head (tied or not), and its forward", difficulty=2, minutes=10, reference=minitf_module, cases=_forward_cases,
+             hint="the state dict of Transformer(config) is embed.weight (256, C), blocks.0.… (your MyBlock) "
              "for each of config.n_layers blocks in an nn.ModuleList, final_norm.weight and .bias in "
              "a pre-norm model only (None in post-norm), head.weight (256, C), head.bias; the head "
              "shares embed's weight when config.tie_embeddings; forward(ids) returns the logits "

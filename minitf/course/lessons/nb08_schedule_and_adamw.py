@@ -137,9 +137,9 @@ def _adamw_slips(param, grad, m, v, t, lr, betas, eps, weight_decay):
 
 
 EXERCISES = [
-    Exercise("lr_at", "08", "the learning-rate schedule: a linear warm-up, then a cosine down to a floor",
-             2, 10, lr_at, lambda: list(SCHEDULES),
-             "steps 0 … warmup−1 climb linearly to lr, lr·(step + 1)/warmup; then the progress "
+    Exercise(name="lr_at", notebook="08", teaches="the learning-rate schedule: a linear warm-up, then a cosine down to a floor",
+             difficulty=2, minutes=10, reference=lr_at, cases=lambda: list(SCHEDULES),
+             hint="steps 0 … warmup−1 climb linearly to lr, lr·(step + 1)/warmup; then the progress "
              "p = (step − warmup)/(steps − warmup) goes from 0 to 1 and the rate is "
              "floor + (lr − floor)·½(1 + cos πp), floor = lr·min_lr_ratio; past the last step p "
              "stays 1 (the floor)",
@@ -158,11 +158,11 @@ EXERCISES = [
                                       "progress = min(1, (step − warmup)/(steps − warmup))"}},
              library=refused(lr_at, wsd_at),
              own_work="math.cos, math.pi and arithmetic are fine: minitf's lr_at is the schedule itself",
-             piece=Piece("training", 3, 'lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate'),
+             piece=Piece(fills="training", order=3, call='lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate'),
              optional=True),
-    Exercise("adamw", "08", "AdamW from its update rule: moments, bias correction, decoupled decay",
-             4, 25, training_checks.torch_adamw_step, _adamw_cases,
-             "m = β₁m + (1 − β₁)g, v = β₂v + (1 − β₂)g², m̂ = m/(1 − β₁ᵗ), v̂ = v/(1 − β₂ᵗ); the "
+    Exercise(name="adamw", notebook="08", teaches="AdamW from its update rule: moments, bias correction, decoupled decay",
+             difficulty=4, minutes=25, reference=training_checks.torch_adamw_step, cases=_adamw_cases,
+             hint="m = β₁m + (1 − β₁)g, v = β₂v + (1 − β₂)g², m̂ = m/(1 − β₁ᵗ), v̂ = v/(1 − β₂ᵗ); the "
              "weight first decays, param·(1 − lr·weight_decay), then moves by −lr·m̂/(√v̂ + eps); "
              "return (param, m, v)", result_names=("param", "m", "v"),
              options={"diagnoses": _adamw_slips, "hints_by_diagnosis": {
@@ -178,7 +178,7 @@ EXERCISES = [
                              training_checks.torch_adamw_step),
              own_work="*, +, ** and .sqrt() on the tensors are fine (the update rule is the "
                       "exercise): torch.optim.AdamW and torch.optim.Adam are the optimizer itself",
-             piece=Piece("training", 4,
-                         'adamw(param, grad, m, v, t, lr, betas, eps, weight_decay) → (param, m, v)'),
+             piece=Piece(fills="training", order=4,
+                         call='adamw(param, grad, m, v, t, lr, betas, eps, weight_decay) → (param, m, v)'),
              optional=True),
 ]

@@ -205,9 +205,9 @@ def cached_attention_slips(attn, x, keys, values):
 
 
 EXERCISES = [
-    Exercise("next_byte_probs", "09", "sampling: temperature, top-k and top-p reshape the next-byte "
-             "distribution", 3, 20, next_byte_probs, sampling_cases,
-             "divide the logits by T before the softmax (T = 0: all the mass on the argmax); top-k "
+    Exercise(name="next_byte_probs", notebook="09", teaches="sampling: temperature, top-k and top-p reshape the next-byte "
+             "distribution", difficulty=3, minutes=20, reference=next_byte_probs, cases=sampling_cases,
+             hint="divide the logits by T before the softmax (T = 0: all the mass on the argmax); top-k "
              "keeps every byte whose logit is at least the k-th largest; top-p keeps, most likely "
              "first, each byte while the mass before it is below p; renormalise what is left",
              options={"diagnoses": sampling_slips, "hints_by_diagnosis": {
@@ -222,10 +222,10 @@ EXERCISES = [
              own_work="torch.softmax, .topk, .sort, .cumsum, .scatter, masked_fill and "
                       "F.one_hot are fine (choosing what to keep is the exercise): "
                       "minitf.next_byte_probs is the sampler's distribution itself"),
-    Exercise("cached_attention", "09", "a KV cache: the new positions' keys join the cache, their "
-             "queries attend over all of it", 3, 20, cached_attention_reference,
-             cached_attention_cases,
-             "start = keys.size(2) positions are cached; rotate the new q and k by RoPE at positions "
+    Exercise(name="cached_attention", notebook="09", teaches="a KV cache: the new positions' keys join the cache, their "
+             "queries attend over all of it", difficulty=3, minutes=20, reference=cached_attention_reference,
+             cases=cached_attention_cases,
+             hint="start = keys.size(2) positions are cached; rotate the new q and k by RoPE at positions "
              "start … start+T−1 (rope_angles(attn.inv_freq, T, offset=start)), append k and v along "
              "dim 2, and mask with the rows start … of causal_mask(start + T)",
              result_names=("output", "keys", "values"),
