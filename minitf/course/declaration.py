@@ -64,6 +64,9 @@ class Exercise:
     minutes: int              # what it takes most learners, hints included
     reference: Callable       # minitf's or PyTorch's own version: the truth
     cases: Callable[[], list] # fresh argument tuples, built on demand (the same on every machine)
+    # the reference solution, defined just above the declaration in its lesson module: the code the
+    # notebook's Solution block shows (its name is the learner's answer's, my_<name> or the class)
+    solution: Callable
     hint: str                 # shown with every failure
     result_names: tuple | None = None
     outcome: Callable | None = None  # applied to both results before comparing (e.g. a model → its logits)
@@ -84,7 +87,8 @@ class Exercise:
     # not needed by the main path: its minutes are counted apart, and an unwritten piece is the library's
     optional: bool = False
     # a class exercise names the learner's class (MyAttention) instead of my_<name>, and `shows`
-    # lists the solutions' classes its Solution block shows, in order (MyBlock's uses two helpers)
+    # lists the classes its Solution block shows, in order, defined beside `solution` (MyBlock's
+    # uses two helpers)
     answer_name: str = ""
     shows: tuple = ()
 
@@ -110,13 +114,6 @@ class Exercise:
     def header(self) -> str:
         dots = "●" * self.difficulty + "○" * (5 - self.difficulty)
         return f"difficulty {dots} · about {self.minutes} min · {self.teaches}"
-
-    @property
-    def solution(self) -> Callable:
-        """The reference solution a notebook's Solution block shows: solutions.my_<name> (or the
-        class `answer_name`)."""
-        from . import solutions
-        return getattr(solutions, self.answer)
 
 
 def refused(*functions) -> dict:

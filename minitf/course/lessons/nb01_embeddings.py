@@ -41,9 +41,24 @@ def _count_differences(config):
     return explained
 
 
+def my_embed(ids, table):
+    # one row of the table per byte id: (B, T) ids → (B, T, C) vectors
+    return table[ids]
+
+
+def my_count_parameters(config):
+    V, C, L, F = config.vocab_size, config.d_model, config.n_layers, config.d_ff
+    embedding = V * C
+    attention = 4 * (C * C + C)     # W_Q, W_K, W_V, W_O, each with a bias
+    ffn = (C * F + F) + (F * C + C)  # up C→F and down F→C, with biases
+    norms = 2 * (C + C)             # two LayerNorms per layer: γ and β
+    head = C * V + V                # the output head, with its bias
+    return embedding + L * (attention + ffn + norms) + head
+
+
 EXERCISES = [
     Exercise(name="embed", notebook="01", teaches="an embedding is a table lookup: row id of the table", difficulty=1, minutes=5,
-             reference=lambda ids, table: F.embedding(ids, table), cases=_embed_cases,
+             solution=my_embed, reference=lambda ids, table: F.embedding(ids, table), cases=_embed_cases,
              hint="row b of the table is the vector of byte b; index the table with the whole ids tensor",
              options={"hints_by_diagnosis": {
                  "raised": "indexing table[ids] needs integer ids; one-hot vectors must have the "
@@ -56,7 +71,7 @@ EXERCISES = [
                       "nn.Embedding are the lookup itself",
              piece=Piece(fills="model", order=0, call='embed(ids, table) → (B, T, C)')),
     Exercise(name="count_parameters", notebook="01", teaches="where the 2,648 numbers of the tiny model are", difficulty=2, minutes=10,
-             reference=lambda config: count_parameters(Transformer(config)), cases=_count_cases,
+             solution=my_count_parameters, reference=lambda config: count_parameters(Transformer(config)), cases=_count_cases,
              hint="go piece by piece and multiply what one layer holds by n_layers: every nn.Linear has a "
              "weight (out × in) and a bias (out); every LayerNorm a γ and a β; the embedding and the "
              "output head are separate tables",

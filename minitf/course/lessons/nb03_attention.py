@@ -11,6 +11,7 @@ from ...core.rope import apply_rope, rope_angles
 from ..cases import (merge_heads as _merge_heads, named_slip as _named_slip, random_case as _rand,
                      split_heads as _split_heads)
 from ..declaration import Exercise, Piece, on_face, refused
+import math
 
 
 def _attention_cases():
@@ -113,9 +114,41 @@ def _mha_slips(attn, x, cos, sin):
                     "split and before the scores; v is not"))
 
 
+def my_causal_mask(T):
+    i = torch.arange(T)[:, None]  # query positions, as a column
+    j = torch.arange(T)[None, :]  # key positions, as a row
+    return j > i                  # True where the key is in the query's future
+
+
+def my_softmax(x):
+    z = x - x.amax(-1, keepdim=True)      # the row's largest entry becomes 0: e^z ≤ 1, no overflow
+    e = z.exp()                           # a masked −inf entry gives e^−inf = 0
+    return e / e.sum(-1, keepdim=True)    # each row sums to 1
+
+
+def my_attention(q, k, v, mask):
+    d = q.size(-1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, H, T, T)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))  # the future gets weight e^-inf = 0
+    weights = my_softmax(scores)                         # yours, over the keys: each row sums to 1
+    return weights @ v, weights
+
+
+def my_multi_head_attention(attn, x, cos, sin):
+    B, T, C = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    q, k, v = attn.qkv(x).split(H * hd, dim=-1)                        # (B, T, H·hd) each
+    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd): one per head
+    q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)          # RoPE on each head's q and k
+    y, weights = my_attention(q, k, v, my_causal_mask(T).to(x.device))  # (B, H, T, hd), (B, H, T, T)
+    y = y.transpose(1, 2).reshape(B, T, H * hd)                        # heads side by side again
+    return attn.out(y), weights                                        # W_O mixes the heads
+
+
 EXERCISES = [
     Exercise(name="causal_mask", notebook="03", teaches="the causal mask: position i may look at j ≤ i only", difficulty=1, minutes=5,
-             reference=causal_mask, cases=lambda: [(4,), (1,), (2,), (8,)],
+             solution=my_causal_mask, reference=causal_mask, cases=lambda: [(4,), (1,), (2,), (8,)],
              hint="True marks what is hidden: key j is hidden from query i when j > i; the diagonal "
              "(a position looking at itself) is allowed",
              options={"hints_by_diagnosis": {
@@ -131,7 +164,7 @@ EXERCISES = [
                       "is the mask itself",
              piece=Piece(fills="model", order=2, call='causal_mask(T) → (T, T) bool, True where i may not look at j')),
     Exercise(name="softmax", notebook="03", teaches="a softmax that does not overflow: subtract each row's maximum first",
-             difficulty=2, minutes=10, reference=lambda x: torch.softmax(x, dim=-1), cases=_softmax_cases,
+             difficulty=2, minutes=10, solution=my_softmax, reference=lambda x: torch.softmax(x, dim=-1), cases=_softmax_cases,
              hint="over the last dimension: e^(x − max) / Σ e^(x − max), with max = x.amax(-1, "
              "keepdim=True) the row's largest entry; a −inf entry (masked) gets weight 0",
              options={"diagnoses": _softmax_slips,
@@ -156,7 +189,7 @@ EXERCISES = [
                       "its logarithm",
              piece=Piece(fills="model", order=3, call='softmax(x) over the last dimension, stable (your attention calls it)')),
     Exercise(name="attention", notebook="03", teaches="scaled dot-product attention, with the mask, returning its weights",
-             difficulty=3, minutes=20, reference=attention, cases=_attention_cases,
+             difficulty=3, minutes=20, solution=my_attention, reference=attention, cases=_attention_cases,
              hint="scores = q·kᵀ/√head_dim, the entries the mask marks True set to −inf before a softmax "
              "over the keys (the last dimension); mask may be None: then nothing is hidden; "
              "output = weights @ v", result_names=("output", "weights"),
@@ -179,7 +212,7 @@ EXERCISES = [
                       "and F.scaled_dot_product_attention are attention itself",
              piece=Piece(fills="model", order=4, call='attention(q, k, v, mask) → (output, weights)')),
     Exercise(name="multi_head_attention", notebook="03", teaches="multi-head attention's forward: project, split into "
-             "heads, RoPE, attention, merge, project", difficulty=3, minutes=20, reference=_mha_reference, cases=_mha_cases,
+             "heads, RoPE, attention, merge, project", difficulty=3, minutes=20, solution=my_multi_head_attention, reference=_mha_reference, cases=_mha_cases,
              hint="q, k, v = attn.qkv(x).split(H·hd, dim=-1), each .view(B, T, H, hd).transpose(1, 2); "
              "rotate q and k (attn.rotate(t, cos, sin)); y, weights = my_attention(q, k, v, "
              "my_causal_mask(T)); y.transpose(1, 2).reshape(B, T, H·hd); return attn.out(y), weights",

@@ -185,9 +185,33 @@ def _clip_slips(grads, max_norm):
                 "list first: model.parameters() is a generator, empty after the first pass"))]))
 
 
+def my_clip_gradients(parameters, max_norm):
+    grads = [p.grad for p in parameters if p.grad is not None]  # a list: a generator is used up once
+    total = torch.stack([g.norm() for g in grads]).norm()       # √(‖g₁‖² + ‖g₂‖² + …): ONE norm
+    if total > max_norm:                                        # only ever scale down
+        for g in grads:
+            g.mul_(max_norm / (total + 1e-6))                   # in place; + 1e-6 as PyTorch does
+
+
+def my_train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate):
+    history = {"loss": [], "lr": [], "val": []}
+    for step in range(steps):
+        rate = schedule(step)
+        for group in optimizer.param_groups:            # the rate this step runs with
+            group["lr"] = rate
+        ids, targets = next_batch()
+        loss = step_fn(model, optimizer, ids, targets)
+        history["loss"].append(loss.item())             # a number, not the tensor and its graph
+        history["lr"].append(rate)
+        if (step + 1) % eval_every == 0:                # after steps eval_every, 2·eval_every, …
+            history["val"].append({"step": step + 1, **evaluate(model)})
+            model.train()
+    return history
+
+
 EXERCISES = [
     Exercise(name="train_loop", notebook="08", teaches="the training loop: a batch, the rate, a step, the history, "
-             "validation every few steps", difficulty=2, minutes=15, reference=training_checks.reference_loop,
+             "validation every few steps", difficulty=2, minutes=15, solution=my_train_loop, reference=training_checks.reference_loop,
              cases=_loop_cases,
              hint="for each step: set group['lr'] = schedule(step) in every param group, draw a batch with "
              "next_batch(), loss = step_fn(model, optimizer, ids, targets); record loss.item() and "
@@ -206,7 +230,7 @@ EXERCISES = [
              piece=Piece(fills="training", order=5,
                          call='train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate) → history')),
     Exercise(name="clip_gradients", notebook="08", teaches="gradient clipping: one norm over all the gradients, scaled "
-             "down to max_norm only when above it", difficulty=2, minutes=10, reference=training_checks.torch_clip,
+             "down to max_norm only when above it", difficulty=2, minutes=10, solution=my_clip_gradients, reference=training_checks.torch_clip,
              cases=_clip_cases,
              hint="keep the gradients that exist (p.grad is not None) in a list; their total norm is "
              "√(Σ g²) over every entry of every tensor; if it is above max_norm, multiply every "

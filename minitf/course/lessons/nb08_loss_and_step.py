@@ -15,6 +15,7 @@ from ...core.train import train, train_step
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
 from ..declaration import Exercise, Piece, on_face, refused
 from ..feedback import ExerciseError
+from .nb08_loop_and_clip import my_clip_gradients
 
 
 # --- 1 · the output-only cross-entropy -------------------------------------------------------------
@@ -153,9 +154,27 @@ def _minitf_train_step(model, optimizer, ids, targets, loss_fn, clip):
     return train_step(model, optimizer, ids, targets, clip)
 
 
+def my_output_loss(logits, targets):
+    from minitf.core.tokens import IGNORE               # −100: the positions that are not scored
+    keep = targets != IGNORE                            # the output bytes and EOS: what is scored
+    logp = torch.log_softmax(logits, dim=-1)            # (B, T, V) log-probabilities
+    safe = torch.where(keep, targets, 0)                # any valid index where the target is IGNORE
+    picked = logp.gather(-1, safe[..., None])[..., 0]   # (B, T) log-prob of each target byte
+    return -(picked * keep).sum() / keep.sum()          # mean over the kept positions only
+
+
+def my_train_step(model, optimizer, ids, targets, loss_fn, clip=1.0):
+    optimizer.zero_grad()                               # .grad would otherwise add up step after step
+    loss = loss_fn(model(ids), targets)
+    loss.backward()
+    my_clip_gradients(model.parameters(), clip)         # your clipping, from the exercise above
+    optimizer.step()                                    # after backward and clipping
+    return loss
+
+
 EXERCISES = [
     Exercise(name="output_loss", notebook="08", teaches="the output-only cross-entropy: −log p(target), averaged over the "
-             "output bytes and EOS", difficulty=2, minutes=15, reference=masked_loss, cases=_loss_cases,
+             "output bytes and EOS", difficulty=2, minutes=15, solution=my_output_loss, reference=masked_loss, cases=_loss_cases,
              hint="log_softmax over the last dimension, pick each target's log-probability (gather), and "
              "average −log p over the positions whose target is not IGNORE, the whole batch together",
              options={"diagnoses": _loss_slips, "hints_by_diagnosis": {
@@ -174,7 +193,7 @@ EXERCISES = [
              piece=Piece(fills="training", order=0,
                          call='output_loss(logits, targets) → mean cross-entropy over the output part')),
     Exercise(name="train_step", notebook="08", teaches="one training step: zero_grad, forward, loss, backward, clip, step",
-             difficulty=2, minutes=10, reference=_minitf_train_step, cases=_step_cases,
+             difficulty=2, minutes=10, solution=my_train_step, reference=_minitf_train_step, cases=_step_cases,
              hint="clear the old gradients first (optimizer.zero_grad()), then loss = loss_fn(model(ids), "
              "targets), loss.backward(), clip the gradient norm to `clip`, optimizer.step(); return "
              "the loss", drive=drive_step, result_names=("losses", "weights"),
