@@ -142,3 +142,27 @@ def test_a_face_name_in_a_refusal_is_on_the_face():
             assert (found.forward if isinstance(found, type) else found) is fn, (ex.name, name)
             checked += 1
     assert checked >= 15
+
+
+def test_the_maps_you_write_column_gains_a_new_exercise_from_its_declaration(declared):
+    """`make map-minutes` writes the course maps' "you write" names: a declared exercise is added."""
+    import sys
+
+    from support import ROOT
+    sys.path.insert(0, str(ROOT / "tools"))
+    import map_minutes
+    text = map_minutes.map_text(ROOT / "README.md")
+    row = next(m for m in map_minutes.ROW.finditer(text) if (m["stem"] or m["number"]) == "01")
+    assert "`throw_away_lookup`" not in row["write"]
+    written = map_minutes.you_write(row["write"], "01")
+    assert written.rstrip().endswith(", `throw_away_lookup`") and "`embed`" in written
+
+
+def test_a_hint_for_a_diagnosis_no_check_reports_fails_at_declaration():
+    import dataclasses
+    typo = dataclasses.replace(THROW_AWAY, options={"hints_by_diagnosis": {"permutaton": "…"}})
+    with pytest.raises(ValueError, match="a hint for diagnosis 'permutaton', which the checks never report"):
+        lessons.register(typo)
+    with pytest.raises(ValueError, match="so it is named my_misnamed"):
+        lessons.register(dataclasses.replace(THROW_AWAY, name="misnamed"))
+    assert THROW_AWAY.name not in lessons.EXERCISES and "misnamed" not in lessons.EXERCISES
