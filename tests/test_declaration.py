@@ -25,8 +25,10 @@ def my_throw_away_lookup(ids, table):
 
 
 THROW_AWAY = Exercise(
-    name="throw_away_lookup", notebook="01", teaches="a throw-away copy of the embedding lookup", difficulty=1, minutes=1,
-    solution=my_throw_away_lookup, reference=lambda ids, table: F.embedding(ids, table), cases=_lookup_cases, hint="row b of the table is byte b's vector",
+    name="throw_away_lookup", notebook="01", teaches="a throw-away copy of the embedding lookup",
+    difficulty=1, minutes=1, solution=my_throw_away_lookup,
+    reference=lambda ids, table: F.embedding(ids, table), cases=_lookup_cases,
+    hint="row b of the table is byte b's vector",
     options={"diagnoses": _lookup_slips}, library={F.embedding: "F.embedding"},
     own_work="indexing the table is fine: F.embedding is the lookup itself",
     piece=Piece(fills="model", order=99, call="throw_away_lookup(ids, table) → (B, T, C)"))
@@ -88,9 +90,11 @@ def test_a_name_declared_twice_is_refused_naming_where(declared):
 def test_a_piece_needs_a_known_kind_and_its_call():
     import dataclasses
     with pytest.raises(ValueError, match="fills='optimizer'"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind", piece=Piece(fills="optimizer", order=99, call=THROW_AWAY.call)))
+        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind",
+                                             piece=Piece(fills="optimizer", order=99, call=THROW_AWAY.call)))
     with pytest.raises(ValueError, match="needs `call`"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call", piece=Piece(fills="model", order=99, call="")))
+        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call",
+                                             piece=Piece(fills="model", order=99, call="")))
     assert "bad_kind" not in lessons.EXERCISES and "no_call" not in lessons.EXERCISES
 
 

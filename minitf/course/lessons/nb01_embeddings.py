@@ -57,7 +57,8 @@ def my_count_parameters(config):
 
 
 EXERCISES = [
-    Exercise(name="embed", notebook="01", teaches="an embedding is a table lookup: row id of the table", difficulty=1, minutes=5,
+    Exercise(name="embed", notebook="01", teaches="an embedding is a table lookup: row id of the table",
+             difficulty=1, minutes=5,
              solution=my_embed, reference=lambda ids, table: F.embedding(ids, table), cases=_embed_cases,
              hint="row b of the table is the vector of byte b; index the table with the whole ids tensor",
              options={"hints_by_diagnosis": {
@@ -70,8 +71,10 @@ EXERCISES = [
                       "(F.one_hot(ids, 256).to(table.dtype) @ table) is fine: F.embedding and "
                       "nn.Embedding are the lookup itself",
              piece=Piece(fills="model", order=0, call='embed(ids, table) → (B, T, C)')),
-    Exercise(name="count_parameters", notebook="01", teaches="where the 2,648 numbers of the tiny model are", difficulty=2, minutes=10,
-             solution=my_count_parameters, reference=lambda config: count_parameters(Transformer(config)), cases=_count_cases,
+    Exercise(name="count_parameters", notebook="01", teaches="where the 2,648 numbers of the tiny model are",
+             difficulty=2, minutes=10,
+             solution=my_count_parameters, reference=lambda config: count_parameters(Transformer(config)),
+             cases=_count_cases,
              hint="go piece by piece and multiply what one layer holds by n_layers: every nn.Linear has a "
              "weight (out × in) and a bias (out); every LayerNorm a γ and a β; the embedding and the "
              "output head are separate tables",

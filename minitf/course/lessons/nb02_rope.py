@@ -39,7 +39,8 @@ def my_apply_rope(x, cos, sin):
 
 
 EXERCISES = [
-    Exercise(name="apply_rope", notebook="02", teaches="RoPE rotates neighbouring pairs (x_2i, x_2i+1) by position × θ_i",
+    Exercise(name="apply_rope", notebook="02",
+             teaches="RoPE rotates neighbouring pairs (x_2i, x_2i+1) by position × θ_i",
              difficulty=2, minutes=15, solution=my_apply_rope, reference=apply_rope,
              cases=lambda: [_rope_case(1, 1, 5, 2, 0), _rope_case(2, 2, 6, 4, 1), _rope_case(1, 3, 4, 8, 2)],
              hint="pair i is (x[..., 2i], x[..., 2i+1]), not the two halves of the vector; a·cos − b·sin "

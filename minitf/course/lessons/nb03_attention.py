@@ -1,6 +1,8 @@
 """Notebook 03: the causal mask, a stable softmax, attention and multi-head attention's forward."""
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -11,7 +13,6 @@ from ...core.rope import apply_rope, rope_angles
 from ..cases import (merge_heads as _merge_heads, named_slip as _named_slip, random_case as _rand,
                      split_heads as _split_heads)
 from ..declaration import Exercise, Piece, on_face, refused
-import math
 
 
 def _attention_cases():
@@ -147,7 +148,8 @@ def my_multi_head_attention(attn, x, cos, sin):
 
 
 EXERCISES = [
-    Exercise(name="causal_mask", notebook="03", teaches="the causal mask: position i may look at j ≤ i only", difficulty=1, minutes=5,
+    Exercise(name="causal_mask", notebook="03", teaches="the causal mask: position i may look at j ≤ i only",
+             difficulty=1, minutes=5,
              solution=my_causal_mask, reference=causal_mask, cases=lambda: [(4,), (1,), (2,), (8,)],
              hint="True marks what is hidden: key j is hidden from query i when j > i; the diagonal "
              "(a position looking at itself) is allowed",
@@ -162,9 +164,12 @@ EXERCISES = [
              own_work="torch.arange and a comparison, or torch.triu / torch.tril with the right "
                       "diagonal, are fine (choosing what to hide is the exercise): minitf.causal_mask "
                       "is the mask itself",
-             piece=Piece(fills="model", order=2, call='causal_mask(T) → (T, T) bool, True where i may not look at j')),
-    Exercise(name="softmax", notebook="03", teaches="a softmax that does not overflow: subtract each row's maximum first",
-             difficulty=2, minutes=10, solution=my_softmax, reference=lambda x: torch.softmax(x, dim=-1), cases=_softmax_cases,
+             piece=Piece(fills="model", order=2,
+                         call='causal_mask(T) → (T, T) bool, True where i may not look at j')),
+    Exercise(name="softmax", notebook="03",
+             teaches="a softmax that does not overflow: subtract each row's maximum first",
+             difficulty=2, minutes=10, solution=my_softmax, reference=lambda x: torch.softmax(x, dim=-1),
+             cases=_softmax_cases,
              hint="over the last dimension: e^(x − max) / Σ e^(x − max), with max = x.amax(-1, "
              "keepdim=True) the row's largest entry; a −inf entry (masked) gets weight 0",
              options={"diagnoses": _softmax_slips,
@@ -187,8 +192,10 @@ EXERCISES = [
                       "torch.logsumexp, the stable log of the sum (the stable form is the exercise): "
                       "torch.softmax, F.softmax and .softmax() are the softmax itself, log_softmax "
                       "its logarithm",
-             piece=Piece(fills="model", order=3, call='softmax(x) over the last dimension, stable (your attention calls it)')),
-    Exercise(name="attention", notebook="03", teaches="scaled dot-product attention, with the mask, returning its weights",
+             piece=Piece(fills="model", order=3,
+                         call='softmax(x) over the last dimension, stable (your attention calls it)')),
+    Exercise(name="attention", notebook="03",
+             teaches="scaled dot-product attention, with the mask, returning its weights",
              difficulty=3, minutes=20, solution=my_attention, reference=attention, cases=_attention_cases,
              hint="scores = q·kᵀ/√head_dim, the entries the mask marks True set to −inf before a softmax "
              "over the keys (the last dimension); mask may be None: then nothing is hidden; "
@@ -211,8 +218,10 @@ EXERCISES = [
                       "F.softmax) are fine (putting them together is the exercise): minitf.attention "
                       "and F.scaled_dot_product_attention are attention itself",
              piece=Piece(fills="model", order=4, call='attention(q, k, v, mask) → (output, weights)')),
-    Exercise(name="multi_head_attention", notebook="03", teaches="multi-head attention's forward: project, split into "
-             "heads, RoPE, attention, merge, project", difficulty=3, minutes=20, solution=my_multi_head_attention, reference=_mha_reference, cases=_mha_cases,
+    Exercise(name="multi_head_attention", notebook="03",
+             teaches="multi-head attention's forward: project, split into "
+             "heads, RoPE, attention, merge, project", difficulty=3, minutes=20,
+             solution=my_multi_head_attention, reference=_mha_reference, cases=_mha_cases,
              hint="q, k, v = attn.qkv(x).split(H·hd, dim=-1), each .view(B, T, H, hd).transpose(1, 2); "
              "rotate q and k (attn.rotate(t, cos, sin)); y, weights = my_attention(q, k, v, "
              "my_causal_mask(T)); y.transpose(1, 2).reshape(B, T, H·hd); return attn.out(y), weights",

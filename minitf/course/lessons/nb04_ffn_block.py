@@ -244,8 +244,10 @@ def my_block(block, h, cos, sin):
 
 
 EXERCISES = [
-    Exercise(name="layer_norm", notebook="04", teaches="LayerNorm: centre, scale to unit variance, then γ and β", difficulty=2, minutes=10,
-             solution=my_layer_norm, reference=lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps), cases=lambda: _norm_cases(True),
+    Exercise(name="layer_norm", notebook="04",
+             teaches="LayerNorm: centre, scale to unit variance, then γ and β", difficulty=2, minutes=10,
+             solution=my_layer_norm, reference=lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps),
+             cases=lambda: _norm_cases(True),
              hint="mean and variance over the last dimension with keepdim=True; the variance is biased "
              "(divide by C, like unbiased=False); eps goes inside the square root",
              options={"diagnoses": _norm_slips, "hints_by_diagnosis": {
@@ -262,8 +264,10 @@ EXERCISES = [
              own_work="x.mean, x.var(unbiased=False), torch.sqrt and torch.rsqrt are fine (the "
                       "formula is the exercise): F.layer_norm and nn.LayerNorm are LayerNorm itself",
              piece=Piece(fills="model", order=6, call='layer_norm(x, weight, bias, eps)')),
-    Exercise(name="rms_norm", notebook="04", teaches="RMSNorm: LayerNorm without the centring and without β", difficulty=1, minutes=5,
-             solution=my_rms_norm, reference=lambda x, w, eps: F.rms_norm(x, w.shape, w, eps), cases=lambda: _norm_cases(False),
+    Exercise(name="rms_norm", notebook="04", teaches="RMSNorm: LayerNorm without the centring and without β",
+             difficulty=1, minutes=5,
+             solution=my_rms_norm, reference=lambda x, w, eps: F.rms_norm(x, w.shape, w, eps),
+             cases=lambda: _norm_cases(False),
              hint="divide by sqrt(mean(x²) + eps) over the last dimension (keepdim=True); no mean is "
              "subtracted",
              options={"diagnoses": _rms_slips, "hints_by_diagnosis": {
@@ -276,8 +280,10 @@ EXERCISES = [
                       "exercise): F.rms_norm and nn.RMSNorm are RMSNorm itself",
              piece=Piece(fills="model", order=7, call='rms_norm(x, weight, eps)'),
              optional=True),
-    Exercise(name="feed_forward", notebook="04", teaches="the FFN: two linear maps with a ReLU between, per position",
-             difficulty=1, minutes=5, solution=my_feed_forward, reference=lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd),
+    Exercise(name="feed_forward", notebook="04",
+             teaches="the FFN: two linear maps with a ReLU between, per position",
+             difficulty=1, minutes=5, solution=my_feed_forward,
+             reference=lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd),
              cases=_ffn_cases,
              hint="nn.Linear stores its weight as (out, in): x @ W.T + b; ReLU between the two layers, "
              "not after the second",
@@ -290,7 +296,8 @@ EXERCISES = [
              own_work="F.linear (or x @ W.T + b) and torch.relu are fine (the FFN's shape, two maps "
                       "with a ReLU between, is the exercise): minitf.FeedForward is the FFN itself",
              piece=Piece(fills="model", order=8, call='feed_forward(x, w_up, b_up, w_down, b_down), ReLU')),
-    Exercise(name="swiglu", notebook="04", teaches="SwiGLU: the FFN's hidden units gated by a second projection of the input",
+    Exercise(name="swiglu", notebook="04",
+             teaches="SwiGLU: the FFN's hidden units gated by a second projection of the input",
              difficulty=2, minutes=10, solution=my_swiglu, reference=_swiglu_reference, cases=_swiglu_cases,
              hint="three maps, no biases: hidden = silu(x @ w_up.T) * (x @ w_gate.T), element by element, "
              "(..., d_ff); then hidden @ w_down.T",
@@ -306,8 +313,10 @@ EXERCISES = [
              piece=Piece(fills="model", order=9,
                          call='swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.modern_block.ffn_gate)'),
              optional=True),
-    Exercise(name="block", notebook="04", teaches="the block: attention and FFN, each with its residual and its norm, "
-             "pre-norm or post-norm", difficulty=3, minutes=15, solution=my_block, reference=_block_reference, cases=_block_cases,
+    Exercise(name="block", notebook="04",
+             teaches="the block: attention and FFN, each with its residual and its norm, "
+             "pre-norm or post-norm", difficulty=3, minutes=15, solution=my_block, reference=_block_reference,
+             cases=_block_cases,
              hint="pre-norm: a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True); "
              "h = h + a; h = h + block.ffn(block.norm2(h)). Post-norm: a, weights = block.attn(h, …); "
              "h = block.norm1(h + a); h = block.norm2(h + block.ffn(h)). Return (h, weights)",

@@ -107,7 +107,8 @@ def my_position_ids(ids):
 
 
 EXERCISES = [
-    Exercise(name="make_batch", notebook="05", teaches="one sequence per pair, padded, with targets on the output only",
+    Exercise(name="make_batch", notebook="05",
+             teaches="one sequence per pair, padded, with targets on the output only",
              difficulty=3, minutes=20, solution=my_make_batch, reference=make_batch, cases=_batch_cases,
              hint="ids = input TAB output (all but the last byte), padded with PAD = 0; targets[t] = "
              "seq[t+1] from t = len(input) on (the TAB's position predicts the first output byte), "
@@ -125,8 +126,10 @@ EXERCISES = [
              own_work="minitf.sequence(pair), torch.full and torch.tensor are fine (the padding and "
                       "the output-only targets are the exercise): minitf.make_batch is the batch itself",
              piece=Piece(fills="model", order=12, call='make_batch(pairs) → (ids, targets)')),
-    Exercise(name="position_ids", notebook="05", teaches="position coupling: output byte j gets input byte j's position id",
-             difficulty=2, minutes=15, solution=my_position_ids, reference=lambda ids: position_ids(ids, "coupled"), cases=_position_ids_cases,
+    Exercise(name="position_ids", notebook="05",
+             teaches="position coupling: output byte j gets input byte j's position id",
+             difficulty=2, minutes=15, solution=my_position_ids,
+             reference=lambda ids: position_ids(ids, "coupled"), cases=_position_ids_cases,
              hint="for each row: before the first TAB, token t gets t + 1; from the first TAB on, t minus "
              "the first TAB's index (so the TAB gets 0, output byte j gets j + 1); a row without any "
              "TAB is t + 1 throughout. Later TABs do not restart the count",

@@ -60,7 +60,8 @@ def my_ablate_head(model, layer, head):
 
 
 EXERCISES = [
-    Exercise(name="ablate_head", notebook="06", teaches="switch one head off to measure what it does", difficulty=2, minutes=10,
+    Exercise(name="ablate_head", notebook="06", teaches="switch one head off to measure what it does",
+             difficulty=2, minutes=10,
              solution=my_ablate_head, reference=_ablate_reference, cases=_ablate_cases,
              hint="the check compares the logits of your model and minitf's on 'Hello⇥Ifmmp'. A head's "
              "output reaches the model only through W_O, whose weight is (out, in): zero the head_dim "

@@ -31,8 +31,10 @@ def my_widen_weight(W, k):
 
 
 EXERCISES = [
-    Exercise(name="widen_weight", notebook="07", teaches="Origami: a weight that computes the same thing on copied inputs",
-             difficulty=2, minutes=10, solution=my_widen_weight, reference=_widen_reference, cases=_widen_cases,
+    Exercise(name="widen_weight", notebook="07",
+             teaches="Origami: a weight that computes the same thing on copied inputs",
+             difficulty=2, minutes=10, solution=my_widen_weight, reference=_widen_reference,
+             cases=_widen_cases,
              hint="W' is a k×k grid of blocks; with the input copied k times, each output row sums k "
              "blocks, so every block must be W / k",
              options={"factors": lambda W, k: {"k": k, "k²": k * k, "1/k": 1 / k},

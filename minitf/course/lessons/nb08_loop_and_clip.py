@@ -30,7 +30,8 @@ def drive_loop(fn, model, batches, val, steps, eval_every):
     """Run `fn` on a copy of the model with minitf's step, schedule (lr 0.05, 2 warm-up steps) and
     torch's AdamW; batches are handed out in turn by next_batch. Returns the history as tensors:
     losses (steps,), learning rates (steps,), the validated steps, their losses, and the weights."""
-    from ..solutions import my_train_step  # the reference step, so only the loop is under test
+    # the reference step, so only the loop is under test (imported here: that module imports this one)
+    from .nb08_loss_and_step import my_train_step
     model = copy.deepcopy(model)
     dtype = next(model.parameters()).dtype
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.05)
@@ -210,8 +211,10 @@ def my_train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_e
 
 
 EXERCISES = [
-    Exercise(name="train_loop", notebook="08", teaches="the training loop: a batch, the rate, a step, the history, "
-             "validation every few steps", difficulty=2, minutes=15, solution=my_train_loop, reference=training_checks.reference_loop,
+    Exercise(name="train_loop", notebook="08",
+             teaches="the training loop: a batch, the rate, a step, the history, "
+             "validation every few steps", difficulty=2, minutes=15, solution=my_train_loop,
+             reference=training_checks.reference_loop,
              cases=_loop_cases,
              hint="for each step: set group['lr'] = schedule(step) in every param group, draw a batch with "
              "next_batch(), loss = step_fn(model, optimizer, ids, targets); record loss.item() and "
@@ -229,8 +232,10 @@ EXERCISES = [
                       "minitf.train is a loop itself",
              piece=Piece(fills="training", order=5,
                          call='train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate) → history')),
-    Exercise(name="clip_gradients", notebook="08", teaches="gradient clipping: one norm over all the gradients, scaled "
-             "down to max_norm only when above it", difficulty=2, minutes=10, solution=my_clip_gradients, reference=training_checks.torch_clip,
+    Exercise(name="clip_gradients", notebook="08",
+             teaches="gradient clipping: one norm over all the gradients, scaled "
+             "down to max_norm only when above it", difficulty=2, minutes=10, solution=my_clip_gradients,
+             reference=training_checks.torch_clip,
              cases=_clip_cases,
              hint="keep the gradients that exist (p.grad is not None) in a list; their total norm is "
              "√(Σ g²) over every entry of every tensor; if it is above max_norm, multiply every "

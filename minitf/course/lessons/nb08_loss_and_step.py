@@ -129,7 +129,6 @@ _step_clip_after_step = _step_in_order("zero_grad", "loss", "backward", "step", 
 
 
 def _step_slips(model, ids, targets, clip):
-    from ..solutions import my_train_step
     run = lambda slip: drive_step(slip, model, ids, targets, clip)
     said = run(my_train_step)  # the expected result, to find where each slip first shows
     return (_slips("_no_zero_grad", [(run(_step_no_zero_grad), (
@@ -173,8 +172,10 @@ def my_train_step(model, optimizer, ids, targets, loss_fn, clip=1.0):
 
 
 EXERCISES = [
-    Exercise(name="output_loss", notebook="08", teaches="the output-only cross-entropy: −log p(target), averaged over the "
-             "output bytes and EOS", difficulty=2, minutes=15, solution=my_output_loss, reference=masked_loss, cases=_loss_cases,
+    Exercise(name="output_loss", notebook="08",
+             teaches="the output-only cross-entropy: −log p(target), averaged over the "
+             "output bytes and EOS", difficulty=2, minutes=15, solution=my_output_loss, reference=masked_loss,
+             cases=_loss_cases,
              hint="log_softmax over the last dimension, pick each target's log-probability (gather), and "
              "average −log p over the positions whose target is not IGNORE, the whole batch together",
              options={"diagnoses": _loss_slips, "hints_by_diagnosis": {
@@ -192,8 +193,10 @@ EXERCISES = [
                       "the loss itself",
              piece=Piece(fills="training", order=0,
                          call='output_loss(logits, targets) → mean cross-entropy over the output part')),
-    Exercise(name="train_step", notebook="08", teaches="one training step: zero_grad, forward, loss, backward, clip, step",
-             difficulty=2, minutes=10, solution=my_train_step, reference=_minitf_train_step, cases=_step_cases,
+    Exercise(name="train_step", notebook="08",
+             teaches="one training step: zero_grad, forward, loss, backward, clip, step",
+             difficulty=2, minutes=10, solution=my_train_step, reference=_minitf_train_step,
+             cases=_step_cases,
              hint="clear the old gradients first (optimizer.zero_grad()), then loss = loss_fn(model(ids), "
              "targets), loss.backward(), clip the gradient norm to `clip`, optimizer.step(); return "
              "the loss", drive=drive_step, result_names=("losses", "weights"),
@@ -209,5 +212,6 @@ EXERCISES = [
                       "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "
                       "the exercise): "
                       "minitf's train_step is the step itself",
-             piece=Piece(fills="training", order=2, call='train_step(model, optimizer, ids, targets, loss_fn, clip) → loss')),
+             piece=Piece(fills="training", order=2,
+                         call='train_step(model, optimizer, ids, targets, loss_fn, clip) → loss')),
 ]

@@ -81,8 +81,10 @@ def my_model_forward(model, ids):
 
 
 EXERCISES = [
-    Exercise(name="model_forward", notebook="08", teaches="the model's forward: embedding, RoPE angles, the blocks, the "
-             "final norm, the head", difficulty=2, minutes=15, solution=my_model_forward, reference=_forward_reference, cases=_forward_cases,
+    Exercise(name="model_forward", notebook="08",
+             teaches="the model's forward: embedding, RoPE angles, the blocks, the "
+             "final norm, the head", difficulty=2, minutes=15, solution=my_model_forward,
+             reference=_forward_reference, cases=_forward_cases,
              hint="h = model.embed(ids); cos, sin = rope_angles(model.blocks[0].attn.inv_freq, T, "
              "positions=model.positions(ids)); h, _ = block(h, cos, sin) for every block; "
              "model.final_norm(h) if it is not None; return model.head(h)",

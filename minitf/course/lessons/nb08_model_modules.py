@@ -14,15 +14,11 @@ from ...core.rope import rope_angles
 from ..cases import random_case as _rand
 from ..declaration import Exercise, refused
 from ..module_checks import drive_module, minitf_module
-from .nb03_attention import _mha_slips
-from .nb04_ffn_block import _block_slips
-from .nb08_model_forward import _forward_cases, _forward_slips
 from .nb02_rope import my_apply_rope
-from .nb04_ffn_block import my_block
-from .nb04_ffn_block import my_feed_forward
-from .nb04_ffn_block import my_layer_norm
-from .nb03_attention import my_multi_head_attention
+from .nb03_attention import _mha_slips, my_multi_head_attention
+from .nb04_ffn_block import _block_slips, my_block, my_feed_forward, my_layer_norm
 from .nb05_batches import my_position_ids
+from .nb08_model_forward import _forward_cases, _forward_slips
 
 
 def _configured(module: nn.Module, config: Config) -> nn.Module:
@@ -175,8 +171,10 @@ class MyTransformer(nn.Module):
 
 
 EXERCISES = [
-    Exercise(name="MyAttention", notebook="08", teaches="multi-head attention as a module of your own: its layers, its "
-             "buffer, its forward", difficulty=3, minutes=10, solution=MyAttention, reference=minitf_module, cases=_attention_cases,
+    Exercise(name="MyAttention", notebook="08",
+             teaches="multi-head attention as a module of your own: its layers, its "
+             "buffer, its forward", difficulty=3, minutes=10, solution=MyAttention, reference=minitf_module,
+             cases=_attention_cases,
              hint="the state dict of MultiHeadAttention(config) is qkv.weight (3·H·hd, C), qkv.bias, "
              "out.weight (C, H·hd), out.bias and the buffer inv_freq (H, hd/2); forward(x, cos, sin, "
              "need_weights=False) returns (output, weights or None), as my_multi_head_attention "
@@ -195,8 +193,10 @@ EXERCISES = [
                       "my_apply_rope are fine (which layers, which shapes, and the forward are the "
                       "exercise): minitf.MultiHeadAttention is the module itself",
              answer_name="MyAttention"),
-    Exercise(name="MyBlock", notebook="08", teaches="the block as a module of your own: two norms, your attention, the "
-             "FFN, and your block's residuals", difficulty=2, minutes=10, solution=MyBlock, reference=minitf_module, cases=_block_cases,
+    Exercise(name="MyBlock", notebook="08",
+             teaches="the block as a module of your own: two norms, your attention, the "
+             "FFN, and your block's residuals", difficulty=2, minutes=10, solution=MyBlock,
+             reference=minitf_module, cases=_block_cases,
              hint="the state dict of Block(config) is norm1.weight, norm1.bias, attn.… (your MyAttention), "
              "norm2.weight, norm2.bias, ffn.up.weight (d_ff, C), ffn.up.bias, ffn.down.weight (C, d_ff), "
              "ffn.down.bias; forward(h, cos, sin, need_weights=False) returns (h, weights or None), "
@@ -217,8 +217,10 @@ EXERCISES = [
                       "my_feed_forward are fine (the modules and their names are the exercise): "
                       "minitf.Block and minitf.MultiHeadAttention are the modules themselves",
              answer_name="MyBlock", shows=(MyLayerNorm, MyFeedForward, MyBlock)),
-    Exercise(name="MyTransformer", notebook="08", teaches="the model as a module of your own: the embedding, the blocks, "
-             "the final norm, the head (tied or not), and its forward", difficulty=2, minutes=10, solution=MyTransformer, reference=minitf_module, cases=_forward_cases,
+    Exercise(name="MyTransformer", notebook="08",
+             teaches="the model as a module of your own: the embedding, the blocks, "
+             "the final norm, the head (tied or not), and its forward", difficulty=2, minutes=10,
+             solution=MyTransformer, reference=minitf_module, cases=_forward_cases,
              hint="the state dict of Transformer(config) is embed.weight (256, C), blocks.0.… (your MyBlock) "
              "for each of config.n_layers blocks in an nn.ModuleList, final_norm.weight and .bias in "
              "a pre-norm model only (None in post-norm), head.weight (256, C), head.bias; the head "

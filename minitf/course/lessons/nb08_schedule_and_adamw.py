@@ -158,7 +158,8 @@ def my_adamw(param, grad, m, v, t, lr, betas, eps, weight_decay):
 
 
 EXERCISES = [
-    Exercise(name="lr_at", notebook="08", teaches="the learning-rate schedule: a linear warm-up, then a cosine down to a floor",
+    Exercise(name="lr_at", notebook="08",
+             teaches="the learning-rate schedule: a linear warm-up, then a cosine down to a floor",
              difficulty=2, minutes=10, solution=my_lr_at, reference=lr_at, cases=lambda: list(SCHEDULES),
              hint="steps 0 … warmup−1 climb linearly to lr, lr·(step + 1)/warmup; then the progress "
              "p = (step − warmup)/(steps − warmup) goes from 0 to 1 and the rate is "
@@ -179,10 +180,13 @@ EXERCISES = [
                                       "progress = min(1, (step − warmup)/(steps − warmup))"}},
              library=refused(lr_at, wsd_at),
              own_work="math.cos, math.pi and arithmetic are fine: minitf's lr_at is the schedule itself",
-             piece=Piece(fills="training", order=3, call='lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate'),
+             piece=Piece(fills="training", order=3,
+                         call='lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate'),
              optional=True),
-    Exercise(name="adamw", notebook="08", teaches="AdamW from its update rule: moments, bias correction, decoupled decay",
-             difficulty=4, minutes=25, solution=my_adamw, reference=training_checks.torch_adamw_step, cases=_adamw_cases,
+    Exercise(name="adamw", notebook="08",
+             teaches="AdamW from its update rule: moments, bias correction, decoupled decay",
+             difficulty=4, minutes=25, solution=my_adamw, reference=training_checks.torch_adamw_step,
+             cases=_adamw_cases,
              hint="m = β₁m + (1 − β₁)g, v = β₂v + (1 − β₂)g², m̂ = m/(1 − β₁ᵗ), v̂ = v/(1 − β₂ᵗ); the "
              "weight first decays, param·(1 − lr·weight_decay), then moves by −lr·m̂/(√v̂ + eps); "
              "return (param, m, v)", result_names=("param", "m", "v"),

@@ -236,8 +236,10 @@ def my_cached_attention(attn, x, keys, values):
 
 
 EXERCISES = [
-    Exercise(name="next_byte_probs", notebook="09", teaches="sampling: temperature, top-k and top-p reshape the next-byte "
-             "distribution", difficulty=3, minutes=20, solution=my_next_byte_probs, reference=next_byte_probs, cases=sampling_cases,
+    Exercise(name="next_byte_probs", notebook="09",
+             teaches="sampling: temperature, top-k and top-p reshape the next-byte "
+             "distribution", difficulty=3, minutes=20, solution=my_next_byte_probs, reference=next_byte_probs,
+             cases=sampling_cases,
              hint="divide the logits by T before the softmax (T = 0: all the mass on the argmax); top-k "
              "keeps every byte whose logit is at least the k-th largest; top-p keeps, most likely "
              "first, each byte while the mass before it is below p; renormalise what is left",
@@ -253,8 +255,10 @@ EXERCISES = [
              own_work="torch.softmax, .topk, .sort, .cumsum, .scatter, masked_fill and "
                       "F.one_hot are fine (choosing what to keep is the exercise): "
                       "minitf.next_byte_probs is the sampler's distribution itself"),
-    Exercise(name="cached_attention", notebook="09", teaches="a KV cache: the new positions' keys join the cache, their "
-             "queries attend over all of it", difficulty=3, minutes=20, solution=my_cached_attention, reference=cached_attention_reference,
+    Exercise(name="cached_attention", notebook="09",
+             teaches="a KV cache: the new positions' keys join the cache, their "
+             "queries attend over all of it", difficulty=3, minutes=20, solution=my_cached_attention,
+             reference=cached_attention_reference,
              cases=cached_attention_cases,
              hint="start = keys.size(2) positions are cached; rotate the new q and k by RoPE at positions "
              "start … start+T−1 (rope_angles(attn.inv_freq, T, offset=start)), append k and v along "
