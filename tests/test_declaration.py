@@ -170,3 +170,35 @@ def test_a_hint_for_a_diagnosis_no_check_reports_fails_at_declaration():
     with pytest.raises(ValueError, match="so it is named my_misnamed"):
         lessons.register(dataclasses.replace(THROW_AWAY, name="misnamed"))
     assert THROW_AWAY.name not in lessons.EXERCISES and "misnamed" not in lessons.EXERCISES
+
+
+def _strings_said_outside_dict_keys() -> set[str]:
+    """Every string literal of the course wing that is not a dict's key: where a driver, a judge or a
+    check reports a slip by its name (ExerciseError(…, ["_not_a_class"]), named_slip("_x", …))."""
+    import ast
+    from pathlib import Path
+    said = set()
+    for path in Path(minitf.course.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        keys = {id(k) for node in ast.walk(tree) if isinstance(node, ast.Dict) for k in node.keys}
+        said |= {node.value for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in keys}
+    return said
+
+
+def test_every_slip_a_hint_is_for_is_one_a_check_reports():
+    """A hint's key is a DIAGNOSES name (checked at declaration) or an exercise's own slip "_name":
+    the name of a recogniser its diagnoses return, or one a driver or judge reports. A misspelt slip
+    name would leave its hint unshown."""
+    said = _strings_said_outside_dict_keys()
+    checked = 0
+    for ex in lessons.EXERCISES.values():
+        slips = [k for k in (ex.options.get("hints_by_diagnosis") or {}) if k.startswith("_")]
+        if not slips:
+            continue
+        diagnoses = ex.options.get("diagnoses")
+        named = {getattr(r, "__name__", "") for r in diagnoses(*ex.cases()[0])} if diagnoses else set()
+        for slip in slips:
+            assert slip in named or slip in said, f"{ex.name}: a hint for {slip!r}, which no check reports"
+            checked += 1
+    assert checked >= 40
