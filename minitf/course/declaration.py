@@ -33,8 +33,8 @@ class Exercise:
       `notebook`; the learner's function is `my_<name>` (a class exercise's, its class: `answer`);
     - in the `SOLUTION_WITHIN` (3) cells after it, Markdown with at least `HINTS_AFTER` (2)
       collapsed `<details>` blocks, hints first ("Hint"), and the Solution block exactly as
-      `minitf.course.exercises.solution_markdown(name)` prints it: the source of
-      `minitf.course.solutions.my_<name>`, which must pass its own check;
+      `minitf.course.exercises.solution_markdown(name)` prints it: the source of `solution`
+      (`my_<name>`, defined just above the declaration), which must pass its own check;
     - no cell before the check prints the reference (`inspect.getsource` of it) or uses
       `minitf.solutions`;
     - `library` names the library functions the exercise re-creates (a call to one is refused) and
@@ -43,12 +43,13 @@ class Exercise:
     A declaration with a `piece` (`Piece(fills=…, order=…, call=…)`, fills "model" or "training") is a
     piece notebook 08 builds from: a passed answer is saved to my_parts/ and `call` (how the model or
     the training calls it) and `order` (its place in Parts, the order the model or training runs its
-    pieces) go into PIECES or TRAINING_PIECES. Adding an exercise is one declaration in its lesson
-    module and its notebook cells.
+    pieces) go into PIECES or TRAINING_PIECES. Adding an exercise is one declaration (with its
+    solution) in its lesson module and its notebook cells; the rest is derived (CONTRIBUTING.md).
+    Its fields are given by name (`kw_only`), so a new field never shifts the others.
 
     A class exercise (`answer_name`, notebook 08's MyAttention, MyBlock, MyTransformer) asks for an
     nn.Module class instead of a function: its cell defines `class <answer_name>(nn.Module)` (and the
-    helper classes `shows` lists, which its Solution block shows too), its `drive` builds the class
+    helper classes `shows` lists, the classes themselves, which its Solution block shows too), its `drive` builds the class
     from the case's minitf module (`minitf.course.module_checks`), and a passed class is saved for the
     learner's file, my_parts/model.py (`minitf.course.learner_file`).
 
