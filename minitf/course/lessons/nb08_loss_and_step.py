@@ -15,7 +15,7 @@ from ...core.train import train, train_step
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
 from ..declaration import Exercise, Piece, on_face, refused
 from ..feedback import ExerciseError
-from .nb08_loop_and_clip import my_clip_gradients
+from .nb08_clip_gradients import my_clip_gradients
 
 
 # --- 1 · the output-only cross-entropy -------------------------------------------------------------
