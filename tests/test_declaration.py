@@ -20,12 +20,18 @@ def _lookup_slips(ids, table):
     return (first_slip([(F.embedding((ids + 1) % 256, table), "yours reads the row after each id")]),)
 
 
+def my_throw_away_lookup(ids, table):
+    return table[ids]  # the reference solution, beside its declaration
+
+
 THROW_AWAY = Exercise(
-    "throw_away_lookup", "01", "a throw-away copy of the embedding lookup", 1, 1,
-    lambda ids, table: F.embedding(ids, table), _lookup_cases, "row b of the table is byte b's vector",
+    name="throw_away_lookup", notebook="01", teaches="a throw-away copy of the embedding lookup",
+    difficulty=1, minutes=1, solution=my_throw_away_lookup,
+    reference=lambda ids, table: F.embedding(ids, table), cases=_lookup_cases,
+    hint="row b of the table is byte b's vector",
     options={"diagnoses": _lookup_slips}, library={F.embedding: "F.embedding"},
     own_work="indexing the table is fine: F.embedding is the lookup itself",
-    piece=Piece("model", 99, "throw_away_lookup(ids, table) → (B, T, C)"))
+    piece=Piece(fills="model", order=99, call="throw_away_lookup(ids, table) → (B, T, C)"))
 
 
 @pytest.fixture
@@ -84,9 +90,11 @@ def test_a_name_declared_twice_is_refused_naming_where(declared):
 def test_a_piece_needs_a_known_kind_and_its_call():
     import dataclasses
     with pytest.raises(ValueError, match="fills='optimizer'"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind", piece=Piece("optimizer", 99, THROW_AWAY.call)))
+        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind",
+                                             piece=Piece(fills="optimizer", order=99, call=THROW_AWAY.call)))
     with pytest.raises(ValueError, match="needs `call`"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call", piece=Piece("model", 99, "")))
+        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call",
+                                             piece=Piece(fills="model", order=99, call="")))
     assert "bad_kind" not in lessons.EXERCISES and "no_call" not in lessons.EXERCISES
 
 
@@ -138,3 +146,59 @@ def test_a_face_name_in_a_refusal_is_on_the_face():
             assert (found.forward if isinstance(found, type) else found) is fn, (ex.name, name)
             checked += 1
     assert checked >= 15
+
+
+def test_the_maps_you_write_column_gains_a_new_exercise_from_its_declaration(declared):
+    """`make map-minutes` writes the course maps' "you write" names: a declared exercise is added."""
+    import sys
+
+    from support import ROOT
+    sys.path.insert(0, str(ROOT / "tools"))
+    import map_minutes
+    text = map_minutes.map_text(ROOT / "README.md")
+    row = next(m for m in map_minutes.ROW.finditer(text) if (m["stem"] or m["number"]) == "01")
+    assert "`throw_away_lookup`" not in row["write"]
+    written = map_minutes.you_write(row["write"], "01")
+    assert written.rstrip().endswith(", `throw_away_lookup`") and "`embed`" in written
+
+
+def test_a_hint_for_a_diagnosis_no_check_reports_fails_at_declaration():
+    import dataclasses
+    typo = dataclasses.replace(THROW_AWAY, options={"hints_by_diagnosis": {"permutaton": "…"}})
+    with pytest.raises(ValueError, match="a hint for diagnosis 'permutaton', which the checks never report"):
+        lessons.register(typo)
+    with pytest.raises(ValueError, match="so it is named my_misnamed"):
+        lessons.register(dataclasses.replace(THROW_AWAY, name="misnamed"))
+    assert THROW_AWAY.name not in lessons.EXERCISES and "misnamed" not in lessons.EXERCISES
+
+
+def _strings_said_outside_dict_keys() -> set[str]:
+    """Every string literal of the course wing that is not a dict's key: where a driver, a judge or a
+    check reports a slip by its name (ExerciseError(…, ["_not_a_class"]), named_slip("_x", …))."""
+    import ast
+    from pathlib import Path
+    said = set()
+    for path in Path(minitf.course.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        keys = {id(k) for node in ast.walk(tree) if isinstance(node, ast.Dict) for k in node.keys}
+        said |= {node.value for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in keys}
+    return said
+
+
+def test_every_slip_a_hint_is_for_is_one_a_check_reports():
+    """A hint's key is a DIAGNOSES name (checked at declaration) or an exercise's own slip "_name":
+    the name of a recogniser its diagnoses return, or one a driver or judge reports. A misspelt slip
+    name would leave its hint unshown."""
+    said = _strings_said_outside_dict_keys()
+    checked = 0
+    for ex in lessons.EXERCISES.values():
+        slips = [k for k in (ex.options.get("hints_by_diagnosis") or {}) if k.startswith("_")]
+        if not slips:
+            continue
+        diagnoses = ex.options.get("diagnoses")
+        named = {getattr(r, "__name__", "") for r in diagnoses(*ex.cases()[0])} if diagnoses else set()
+        for slip in slips:
+            assert slip in named or slip in said, f"{ex.name}: a hint for {slip!r}, which no check reports"
+            checked += 1
+    assert checked >= 40

@@ -8,6 +8,7 @@ import torch
 import minitf
 from support import attention_without_scale
 from minitf import parts, solutions
+from minitf.core.config import MODERN
 
 ALL = parts.Parts(**{name: getattr(solutions, f"my_{name}") for name in parts.PIECES})
 
@@ -311,3 +312,70 @@ def test_check_yours_takes_the_reference_for_an_unwritten_piece_and_names_a_wron
     assert "feed_forward    the reference solution" in shown and "LayerNorm: ✓" in shown
     minitf.parts.check_yours({"post": minitf.Config()}, layer_norm=unbiased_layer_norm)  # fails its check:
     assert "layer_norm      the reference solution" in capsys.readouterr().out        # the reference is used
+
+
+# every option of Config (each top-level field and each group's variant) at a value that is not its
+# default, with what that value needs beside it: a new option without a row here fails
+# test_every_config_option_has_a_row, so an option the Your* adapters do not pass on to your pieces
+# (it reaches them as None, or not at all) fails test_the_adapters_pass_on_every_config_option
+NON_DEFAULT = {
+    "vocab_size": dict(vocab_size=300),
+    "d_model": dict(d_model=8),
+    "n_heads": dict(n_heads=1),
+    "head_dim": dict(head_dim=4),
+    "n_layers": dict(n_layers=3),
+    "d_ff": dict(d_ff=12),
+    "activation": dict(activation="gelu"),
+    "norm": dict(norm="rms"),
+    "norm_position": dict(norm_position="pre"),
+    "norm_eps": dict(norm_eps=0.3),
+    "positional": dict(positional="sinusoidal"),
+    "rope_base": dict(rope_base=3.0),
+    "rope_on_v": dict(rope_on_v=True),
+    "rope_scale": dict(rope_scale=2.5),
+    "rope_freqs": dict(rope_freqs=(0.7,)),
+    "position_ids": dict(position_ids="coupled"),
+    "position_offset": dict(position_ids="coupled", position_offset=3),
+    "tie_embeddings": dict(tie_embeddings=True),
+    "causal": dict(causal=False),
+    "residual": dict(residual=False),
+    "ffn": dict(ffn=False),
+    "dropout": dict(dropout=0.3),
+    "max_len": dict(max_len=16),
+    "bias": dict(bias=False),
+    "ffn_gate": dict(ffn_gate=True),
+    "qk_norm": dict(qk_norm=True),
+    "logit_softcap": dict(logit_softcap=0.5),
+    "zero_init": dict(zero_init=True),
+}
+
+
+def test_every_config_option_has_a_row():
+    assert set(NON_DEFAULT) == set(minitf.Config().flat()), \
+        "a Config option was added or removed: give it a non-default value in NON_DEFAULT"
+
+
+def _pieces_for(config: minitf.Config) -> parts.Parts:
+    """Every reference piece the config's model can take (`parts.unfit` says which it refuses: the
+    plain FFN is ReLU's with biases, the gated one SiLU's without)."""
+    return parts.Parts(**{name: getattr(ALL, name) for name in ALL.given() if not parts.unfit(name, config)})
+
+
+@pytest.mark.parametrize("option", list(NON_DEFAULT))
+@pytest.mark.parametrize("layout", ["seed", "modern"])
+def test_the_adapters_pass_on_every_config_option(option, layout):
+    """The model assembled from the reference pieces (parts.py's Your* modules calling them) computes
+    minitf's own logits under every option, alone on the seed and on the modern block (where the
+    gated FFN calls your swiglu): an option the adapters do not pass on shows as a difference."""
+    base = {} if layout == "seed" else dict(MODERN)
+    # the modern block sets some options already: for those, the option at its default is the change
+    change = {option: minitf.Config().flat()[option]} if option in base else NON_DEFAULT[option]
+    if layout == "modern" and option == "ffn":
+        base.pop("ffn_gate")  # a gated FFN needs an FFN
+    config = minitf.Config(**{**base, **change})
+    assert config != minitf.Config(**base)
+    pieces = _pieces_for(config)
+    result = parts.check(pieces, config)
+    assert result.ok, f"{option}: {result}"
+    model = parts.assemble(config, pieces)
+    assert any(type(m).__name__.startswith("Your") for m in model.modules())

@@ -367,8 +367,9 @@ def test_each_exercise_has_hints_and_the_reference_solution_after_it(notebook, n
     assert after.count("<details>") >= declaration.HINTS_AFTER and "Hint" in after, \
         f"{notebook}: {name} has no hints after it (the cell contract: minitf.course.declaration.Exercise)"
     assert workbook.solution_markdown(name) in after, \
-        f"{notebook}: the solution block of {name} differs from minitf/course/solutions.py " \
-        "(paste minitf.exercises.solution_markdown(name); the cell contract: minitf.course.declaration.Exercise)"
+        f"{notebook}: the solution block of {name} differs from its declaration's solution in " \
+        f"{workbook.EXERCISES[name].solution.__module__} (paste minitf.exercises.solution_markdown(name); " \
+        "the cell contract: minitf.course.declaration.Exercise)"
 
 
 @pytest.mark.parametrize("notebook, name, index", exercise_checks())

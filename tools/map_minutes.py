@@ -6,7 +6,8 @@
 The course map (README.md's "The course", notebook 00's "A map of the course") has one table per
 track: the track's heading states its time, each row a notebook's time, and an optional exercise's
 minutes stand beside them ("+N optional"), not in them. This rewrites only those numbers, and the
-"(optional)" mark after each optional exercise's name in the "you write" column, from the count
+"you write" column's names (an exercise declared since is added) and the "(optional)" mark after
+each optional exercise's name there, from the declarations and the count
 (`course_map.stated_map`); the words of the map stay as they are. Run it after a change to a
 notebook's prose, an exercise's minutes or `make bench`'s run times; tests/notebooks/
 test_course_budget.py fails while a stated number and the count differ. The site (tools/site.py)
@@ -55,11 +56,13 @@ def heading(md: str, track: str, minutes: int, optional: int) -> str:
 
 
 def you_write(cell: str, number: str) -> str:
-    """The "you write" cell with "(optional)" after each optional exercise of notebook `number`,
-    and after no other."""
+    """The "you write" cell with each exercise of notebook `number` in it (one declared since is
+    added at the end) and "(optional)" after each optional one, and after no other."""
     for name, ex in EXERCISES.items():
         if ex.notebook != number:
             continue
+        if f"`{name}`" not in cell:
+            cell = f"{cell.rstrip()}, `{name}` " if cell.strip() not in ("", "—") else f" `{name}` "
         cell = cell.replace(f"`{name}`{OPTIONAL_MARK}", f"`{name}`")
         if ex.optional:
             cell = cell.replace(f"`{name}`", f"`{name}`{OPTIONAL_MARK}")

@@ -13,7 +13,7 @@ HINTS_AFTER = 2        # at least this many collapsed <details> blocks (hints) f
 SOLUTION_WITHIN = 3    # … and the Solution block is in one of this many Markdown cells after it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Piece:
     """The piece of notebook 08 an exercise's answer becomes: the three facts go together (an order
     or a call means nothing without the kind of piece), so a declaration gives them as one."""
@@ -22,7 +22,7 @@ class Piece:
     call: str                 # how the model or the training calls the piece
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Exercise:
     """One exercise: what it teaches, its cases and slips, what it refuses, the piece it fills.
 
@@ -33,22 +33,23 @@ class Exercise:
       `notebook`; the learner's function is `my_<name>` (a class exercise's, its class: `answer`);
     - in the `SOLUTION_WITHIN` (3) cells after it, Markdown with at least `HINTS_AFTER` (2)
       collapsed `<details>` blocks, hints first ("Hint"), and the Solution block exactly as
-      `minitf.course.exercises.solution_markdown(name)` prints it: the source of
-      `minitf.course.solutions.my_<name>`, which must pass its own check;
+      `minitf.course.exercises.solution_markdown(name)` prints it: the source of `solution`
+      (`my_<name>`, defined just above the declaration), which must pass its own check;
     - no cell before the check prints the reference (`inspect.getsource` of it) or uses
       `minitf.solutions`;
     - `library` names the library functions the exercise re-creates (a call to one is refused) and
       `own_work` says, with the word "fine", which calls are the learner's to use.
 
-    A declaration with a `piece` (`Piece(fills, order, call)`, fills "model" or "training") is a
+    A declaration with a `piece` (`Piece(fills=…, order=…, call=…)`, fills "model" or "training") is a
     piece notebook 08 builds from: a passed answer is saved to my_parts/ and `call` (how the model or
     the training calls it) and `order` (its place in Parts, the order the model or training runs its
-    pieces) go into PIECES or TRAINING_PIECES. Adding an exercise is one declaration in its lesson
-    module and its notebook cells.
+    pieces) go into PIECES or TRAINING_PIECES. Adding an exercise is one declaration (with its
+    solution) in its lesson module and its notebook cells; the rest is derived (CONTRIBUTING.md).
+    Its fields are given by name (`kw_only`), so a new field never shifts the others.
 
     A class exercise (`answer_name`, notebook 08's MyAttention, MyBlock, MyTransformer) asks for an
     nn.Module class instead of a function: its cell defines `class <answer_name>(nn.Module)` (and the
-    helper classes `shows` lists, which its Solution block shows too), its `drive` builds the class
+    helper classes `shows` lists, the classes themselves, which its Solution block shows too), its `drive` builds the class
     from the case's minitf module (`minitf.course.module_checks`), and a passed class is saved for the
     learner's file, my_parts/model.py (`minitf.course.learner_file`).
 
@@ -64,6 +65,9 @@ class Exercise:
     minutes: int              # what it takes most learners, hints included
     reference: Callable       # minitf's or PyTorch's own version: the truth
     cases: Callable[[], list] # fresh argument tuples, built on demand (the same on every machine)
+    # the reference solution, defined just above the declaration in its lesson module: the code the
+    # notebook's Solution block shows (its name is the learner's answer's, my_<name> or the class)
+    solution: Callable
     hint: str                 # shown with every failure
     result_names: tuple | None = None
     outcome: Callable | None = None  # applied to both results before comparing (e.g. a model → its logits)
@@ -84,7 +88,8 @@ class Exercise:
     # not needed by the main path: its minutes are counted apart, and an unwritten piece is the library's
     optional: bool = False
     # a class exercise names the learner's class (MyAttention) instead of my_<name>, and `shows`
-    # lists the solutions' classes its Solution block shows, in order (MyBlock's uses two helpers)
+    # lists the classes its Solution block shows, in order, defined beside `solution` (MyBlock's
+    # uses two helpers)
     answer_name: str = ""
     shows: tuple = ()
 
@@ -110,13 +115,6 @@ class Exercise:
     def header(self) -> str:
         dots = "●" * self.difficulty + "○" * (5 - self.difficulty)
         return f"difficulty {dots} · about {self.minutes} min · {self.teaches}"
-
-    @property
-    def solution(self) -> Callable:
-        """The reference solution a notebook's Solution block shows: solutions.my_<name> (or the
-        class `answer_name`)."""
-        from . import solutions
-        return getattr(solutions, self.answer)
 
 
 def refused(*functions) -> dict:

@@ -63,11 +63,10 @@ def passes(name: str, fn: Callable) -> bool:
 def yours_or_reference(**pieces: Callable) -> dict:
     """{name: your function where it passes its check, else the reference solution}, and one line
     per piece saying which: a notebook then runs to its end before every exercise is written."""
-    from . import solutions
     chosen = {}
     for name, fn in pieces.items():
         ok = passes(name, fn)
-        chosen[name] = fn if ok else getattr(solutions, f"my_{name}")
+        chosen[name] = fn if ok else EXERCISES[name].solution
         print(f"{name:<15} {'yours' if ok else 'the reference solution (yours does not pass its check yet)'}")
     return chosen
 
@@ -124,9 +123,8 @@ def exercise(name: str, fn: Callable) -> None:
 
 def solution_markdown(name: str) -> str:
     """The collapsed "Solution" block a notebook shows after exercise `name` (tests compare them)."""
-    from . import solutions
     ex = EXERCISES[name]
-    shown = [getattr(solutions, part) for part in ex.shows] or [ex.solution]
+    shown = ex.shows or (ex.solution,)
     source = "\n\n\n".join(inspect.getsource(part).rstrip() for part in shown)
     return f"<details><summary>Solution</summary>\n\n```python\n{source}\n```\n\n</details>"
 

@@ -73,7 +73,7 @@ def save_classes(name: str, cls: type) -> Path | None:
     """Save a class exercise's classes (its `shows`, found beside the class, or the class alone)
     to my_parts/<name>.py; None where a source cannot be found."""
     ex = EXERCISES[name]
-    names = ex.shows or (ex.answer,)
+    names = tuple(shown.__name__ for shown in ex.shows) or (ex.answer,)
     where = _globals_of(cls)
     sources = []
     for shown in names:
@@ -110,9 +110,8 @@ def _saved(name: str) -> str | None:
 
 
 def _reference(name: str) -> str:
-    from . import solutions
     ex = EXERCISES[name]
-    shown = [getattr(solutions, part) for part in ex.shows] or [ex.solution]
+    shown = ex.shows or (ex.solution,)
     return "\n\n\n".join(textwrap.dedent(inspect.getsource(part)).rstrip() for part in shown)
 
 

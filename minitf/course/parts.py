@@ -154,17 +154,31 @@ def _swap(parent: nn.Module, name: str, new: nn.Module) -> None:
     setattr(parent, name, new)
 
 
+def unfit(piece: str, config: Config) -> str:
+    """Why your `piece` cannot compute this config's model ("" when it can): the FFN exercises write
+    one FFN each, feed_forward the plain ReLU one with biases, swiglu the SiLU-gated one without;
+    a config whose FFN is another is refused rather than computed wrongly."""
+    c, block = config, config.modern_block
+    if piece == "feed_forward" and not block.ffn_gate:
+        if c.activation != "relu":
+            return f"your feed_forward uses ReLU; this config's activation is {c.activation!r}"
+        if not block.bias:
+            return "your feed_forward adds the biases b_up and b_down; this config has bias=False"
+    if piece == "swiglu" and block.ffn_gate and (c.activation != "silu" or block.bias):
+        return ("your swiglu is SiLU-gated without biases; this config has activation "
+                f"{c.activation!r} and bias={block.bias}")
+    return ""
+
+
 def assemble(config: Config | None = None, parts: Parts | None = None, **pieces) -> Transformer:
     """A Transformer whose pieces are yours where given: `assemble(config, Parts(...))` or
     `assemble(config, attention=my_attention, …)`. Its starting weights are those
     `Transformer(config)` would get with the same random state."""
     config = config or Config()
     parts = parts or Parts(**pieces)
-    if parts.feed_forward and not config.modern_block.ffn_gate and config.activation != "relu":
-        raise ValueError(f"your feed_forward uses ReLU; this config's activation is {config.activation!r}")
-    if parts.swiglu and config.modern_block.ffn_gate and (config.activation != "silu" or config.modern_block.bias):
-        raise ValueError("your swiglu is SiLU-gated without biases; this config has activation "
-                         f"{config.activation!r} and bias={config.modern_block.bias}")
+    for name in parts.given():
+        if unfit(name, config):
+            raise ValueError(unfit(name, config))
     model = YourTransformer(parts.model_forward, config) if parts.model_forward else Transformer(config)
     c = config
     if parts.embed:

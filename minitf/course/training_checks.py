@@ -1,7 +1,7 @@
 """The references 08's training exercises are compared with, as functions: one step of PyTorch's
 AdamW from a given state, PyTorch's gradient clipping, and minitf.train's loop with its step and
 schedule given. The exercises themselves, their cases, drivers and slips are declared in
-minitf.course.lessons (nb08_loss_and_step, nb08_schedule_and_adamw, nb08_loop_and_clip).
+minitf.course.lessons (nb08_loss_and_step, nb08_schedule_and_adamw, nb08_train_loop, nb08_clip_gradients).
 """
 from __future__ import annotations
 

@@ -41,10 +41,26 @@ def _count_differences(config):
     return explained
 
 
+def my_embed(ids, table):
+    # one row of the table per byte id: (B, T) ids → (B, T, C) vectors
+    return table[ids]
+
+
+def my_count_parameters(config):
+    V, C, L, F = config.vocab_size, config.d_model, config.n_layers, config.d_ff
+    embedding = V * C
+    attention = 4 * (C * C + C)     # W_Q, W_K, W_V, W_O, each with a bias
+    ffn = (C * F + F) + (F * C + C)  # up C→F and down F→C, with biases
+    norms = 2 * (C + C)             # two LayerNorms per layer: γ and β
+    head = C * V + V                # the output head, with its bias
+    return embedding + L * (attention + ffn + norms) + head
+
+
 EXERCISES = [
-    Exercise("embed", "01", "an embedding is a table lookup: row id of the table", 1, 5,
-             lambda ids, table: F.embedding(ids, table), _embed_cases,
-             "row b of the table is the vector of byte b; index the table with the whole ids tensor",
+    Exercise(name="embed", notebook="01", teaches="an embedding is a table lookup: row id of the table",
+             difficulty=1, minutes=5,
+             solution=my_embed, reference=lambda ids, table: F.embedding(ids, table), cases=_embed_cases,
+             hint="row b of the table is the vector of byte b; index the table with the whole ids tensor",
              options={"hints_by_diagnosis": {
                  "raised": "indexing table[ids] needs integer ids; one-hot vectors must have the "
                            "table's dtype: F.one_hot(ids, 256).to(table.dtype) @ table",
@@ -54,10 +70,12 @@ EXERCISES = [
              own_work="indexing the table with the ids (table[ids]) or a one-hot product "
                       "(F.one_hot(ids, 256).to(table.dtype) @ table) is fine: F.embedding and "
                       "nn.Embedding are the lookup itself",
-             piece=Piece("model", 0, 'embed(ids, table) → (B, T, C)')),
-    Exercise("count_parameters", "01", "where the 2,648 numbers of the tiny model are", 2, 10,
-             lambda config: count_parameters(Transformer(config)), _count_cases,
-             "go piece by piece and multiply what one layer holds by n_layers: every nn.Linear has a "
+             piece=Piece(fills="model", order=0, call='embed(ids, table) → (B, T, C)')),
+    Exercise(name="count_parameters", notebook="01", teaches="where the 2,648 numbers of the tiny model are",
+             difficulty=2, minutes=10,
+             solution=my_count_parameters, reference=lambda config: count_parameters(Transformer(config)),
+             cases=_count_cases,
+             hint="go piece by piece and multiply what one layer holds by n_layers: every nn.Linear has a "
              "weight (out × in) and a bias (out); every LayerNorm a γ and a β; the embedding and the "
              "output head are separate tables",
              options={"explain_difference": _count_differences},

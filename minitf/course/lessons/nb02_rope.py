@@ -27,11 +27,23 @@ def _rope_case(B, H, T, hd, seed):
     return _rand(B, H, T, hd, seed=seed), cos, sin
 
 
+def my_apply_rope(x, cos, sin):
+    a = x[..., 0::2]  # first element of every pair: dims 0, 2, 4, …
+    b = x[..., 1::2]  # second element: dims 1, 3, 5, …
+    a_rot = a * cos - b * sin
+    b_rot = a * sin + b * cos
+    out = torch.empty_like(x)
+    out[..., 0::2] = a_rot  # put each rotated pair back in its own two slots
+    out[..., 1::2] = b_rot
+    return out
+
+
 EXERCISES = [
-    Exercise("apply_rope", "02", "RoPE rotates neighbouring pairs (x_2i, x_2i+1) by position × θ_i",
-             2, 15, apply_rope,
-             lambda: [_rope_case(1, 1, 5, 2, 0), _rope_case(2, 2, 6, 4, 1), _rope_case(1, 3, 4, 8, 2)],
-             "pair i is (x[..., 2i], x[..., 2i+1]), not the two halves of the vector; a·cos − b·sin "
+    Exercise(name="apply_rope", notebook="02",
+             teaches="RoPE rotates neighbouring pairs (x_2i, x_2i+1) by position × θ_i",
+             difficulty=2, minutes=15, solution=my_apply_rope, reference=apply_rope,
+             cases=lambda: [_rope_case(1, 1, 5, 2, 0), _rope_case(2, 2, 6, 4, 1), _rope_case(1, 3, 4, 8, 2)],
+             hint="pair i is (x[..., 2i], x[..., 2i+1]), not the two halves of the vector; a·cos − b·sin "
              "goes to the even slot, a·sin + b·cos to the odd one",
              options={"diagnoses": _rope_slips, "hints_by_diagnosis": {
                  "permutation": "the rotated numbers are right but sit in the wrong slots: pair i is "
@@ -46,5 +58,5 @@ EXERCISES = [
              library=refused(on_face(apply_rope)),
              own_work="*, − and + on strided slices (x[..., 0::2]), torch.stack, torch.empty_like "
                       "and complex numbers are fine: minitf.apply_rope is the rotation itself",
-             piece=Piece("model", 1, 'apply_rope(x, cos, sin) → x with each pair rotated')),
+             piece=Piece(fills="model", order=1, call='apply_rope(x, cos, sin) → x with each pair rotated')),
 ]

@@ -1,6 +1,8 @@
 """Notebook 03: the causal mask, a stable softmax, attention and multi-head attention's forward."""
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -113,10 +115,43 @@ def _mha_slips(attn, x, cos, sin):
                     "split and before the scores; v is not"))
 
 
+def my_causal_mask(T):
+    i = torch.arange(T)[:, None]  # query positions, as a column
+    j = torch.arange(T)[None, :]  # key positions, as a row
+    return j > i                  # True where the key is in the query's future
+
+
+def my_softmax(x):
+    z = x - x.amax(-1, keepdim=True)      # the row's largest entry becomes 0: e^z ≤ 1, no overflow
+    e = z.exp()                           # a masked −inf entry gives e^−inf = 0
+    return e / e.sum(-1, keepdim=True)    # each row sums to 1
+
+
+def my_attention(q, k, v, mask):
+    d = q.size(-1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d)  # (B, H, T, T)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))  # the future gets weight e^-inf = 0
+    weights = my_softmax(scores)                         # yours, over the keys: each row sums to 1
+    return weights @ v, weights
+
+
+def my_multi_head_attention(attn, x, cos, sin):
+    B, T, C = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    q, k, v = attn.qkv(x).split(H * hd, dim=-1)                        # (B, T, H·hd) each
+    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd): one per head
+    q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)          # RoPE on each head's q and k
+    y, weights = my_attention(q, k, v, my_causal_mask(T).to(x.device))  # (B, H, T, hd), (B, H, T, T)
+    y = y.transpose(1, 2).reshape(B, T, H * hd)                        # heads side by side again
+    return attn.out(y), weights                                        # W_O mixes the heads
+
+
 EXERCISES = [
-    Exercise("causal_mask", "03", "the causal mask: position i may look at j ≤ i only", 1, 5,
-             causal_mask, lambda: [(4,), (1,), (2,), (8,)],
-             "True marks what is hidden: key j is hidden from query i when j > i; the diagonal "
+    Exercise(name="causal_mask", notebook="03", teaches="the causal mask: position i may look at j ≤ i only",
+             difficulty=1, minutes=5,
+             solution=my_causal_mask, reference=causal_mask, cases=lambda: [(4,), (1,), (2,), (8,)],
+             hint="True marks what is hidden: key j is hidden from query i when j > i; the diagonal "
              "(a position looking at itself) is allowed",
              options={"hints_by_diagnosis": {
                  "mask_inverted": "True means 'may NOT look': mark the future (j > i), not the past",
@@ -129,10 +164,13 @@ EXERCISES = [
              own_work="torch.arange and a comparison, or torch.triu / torch.tril with the right "
                       "diagonal, are fine (choosing what to hide is the exercise): minitf.causal_mask "
                       "is the mask itself",
-             piece=Piece("model", 2, 'causal_mask(T) → (T, T) bool, True where i may not look at j')),
-    Exercise("softmax", "03", "a softmax that does not overflow: subtract each row's maximum first",
-             2, 10, lambda x: torch.softmax(x, dim=-1), _softmax_cases,
-             "over the last dimension: e^(x − max) / Σ e^(x − max), with max = x.amax(-1, "
+             piece=Piece(fills="model", order=2,
+                         call='causal_mask(T) → (T, T) bool, True where i may not look at j')),
+    Exercise(name="softmax", notebook="03",
+             teaches="a softmax that does not overflow: subtract each row's maximum first",
+             difficulty=2, minutes=10, solution=my_softmax, reference=lambda x: torch.softmax(x, dim=-1),
+             cases=_softmax_cases,
+             hint="over the last dimension: e^(x − max) / Σ e^(x − max), with max = x.amax(-1, "
              "keepdim=True) the row's largest entry; a −inf entry (masked) gets weight 0",
              options={"diagnoses": _softmax_slips,
                       "case_names": ["ordinary scores", "masked scores (−inf), as attention gives",
@@ -154,10 +192,12 @@ EXERCISES = [
                       "torch.logsumexp, the stable log of the sum (the stable form is the exercise): "
                       "torch.softmax, F.softmax and .softmax() are the softmax itself, log_softmax "
                       "its logarithm",
-             piece=Piece("model", 3, 'softmax(x) over the last dimension, stable (your attention calls it)')),
-    Exercise("attention", "03", "scaled dot-product attention, with the mask, returning its weights",
-             3, 20, attention, _attention_cases,
-             "scores = q·kᵀ/√head_dim, the entries the mask marks True set to −inf before a softmax "
+             piece=Piece(fills="model", order=3,
+                         call='softmax(x) over the last dimension, stable (your attention calls it)')),
+    Exercise(name="attention", notebook="03",
+             teaches="scaled dot-product attention, with the mask, returning its weights",
+             difficulty=3, minutes=20, solution=my_attention, reference=attention, cases=_attention_cases,
+             hint="scores = q·kᵀ/√head_dim, the entries the mask marks True set to −inf before a softmax "
              "over the keys (the last dimension); mask may be None: then nothing is hidden; "
              "output = weights @ v", result_names=("output", "weights"),
              options={"factors": lambda q, k, v, mask: {"√head_dim": q.size(-1) ** 0.5,
@@ -177,10 +217,12 @@ EXERCISES = [
              own_work="@, .transpose, masked_fill and your my_softmax (or torch.softmax, "
                       "F.softmax) are fine (putting them together is the exercise): minitf.attention "
                       "and F.scaled_dot_product_attention are attention itself",
-             piece=Piece("model", 4, 'attention(q, k, v, mask) → (output, weights)')),
-    Exercise("multi_head_attention", "03", "multi-head attention's forward: project, split into "
-             "heads, RoPE, attention, merge, project", 3, 20, _mha_reference, _mha_cases,
-             "q, k, v = attn.qkv(x).split(H·hd, dim=-1), each .view(B, T, H, hd).transpose(1, 2); "
+             piece=Piece(fills="model", order=4, call='attention(q, k, v, mask) → (output, weights)')),
+    Exercise(name="multi_head_attention", notebook="03",
+             teaches="multi-head attention's forward: project, split into "
+             "heads, RoPE, attention, merge, project", difficulty=3, minutes=20,
+             solution=my_multi_head_attention, reference=_mha_reference, cases=_mha_cases,
+             hint="q, k, v = attn.qkv(x).split(H·hd, dim=-1), each .view(B, T, H, hd).transpose(1, 2); "
              "rotate q and k (attn.rotate(t, cos, sin)); y, weights = my_attention(q, k, v, "
              "my_causal_mask(T)); y.transpose(1, 2).reshape(B, T, H·hd); return attn.out(y), weights",
              result_names=("output", "weights"),
@@ -199,6 +241,6 @@ EXERCISES = [
              own_work="attn.qkv, attn.out, attn.rotate, .view, .transpose, .reshape and your "
                       "my_attention and my_causal_mask are fine (the heads are the exercise): the "
                       "module's own forward is the answer itself",
-             piece=Piece("model", 5,
-                         'multi_head_attention(attn, x, cos, sin) → (output, weights): the projections and heads around your attention')),
+             piece=Piece(fills="model", order=5,
+                         call='multi_head_attention(attn, x, cos, sin) → (output, weights): the projections and heads around your attention')),
 ]

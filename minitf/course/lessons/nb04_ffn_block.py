@@ -209,10 +209,46 @@ def _block_slips(block, h, cos, sin):
                  on_weights=False))
 
 
+def my_layer_norm(x, weight, bias, eps):
+    mean = x.mean(-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(-1, keepdim=True)  # biased: divide by C, not C − 1
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
+def my_rms_norm(x, weight, eps):
+    rms = torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps)
+    return x / rms * weight
+
+
+def my_feed_forward(x, w_up, b_up, w_down, b_down):
+    hidden = torch.relu(x @ w_up.T + b_up)  # (B, T, d_ff); nn.Linear stores W as (out, in)
+    return hidden @ w_down.T + b_down        # (B, T, C)
+
+
+def my_swiglu(x, w_up, w_gate, w_down):
+    import torch.nn.functional as F
+    hidden = F.silu(x @ w_up.T) * (x @ w_gate.T)  # (..., d_ff): SiLU on up, times the linear gate
+    return hidden @ w_down.T                       # back to (..., C); the modern block has no biases
+
+
+def my_block(block, h, cos, sin):
+    if block.pre_norm:  # h + f(norm(h)): the stream itself is never normalised
+        a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True)
+        h = h + a
+        h = h + block.ffn(block.norm2(h))      # the FFN reads the stream after attention's addition
+    else:               # post-norm: norm(h + f(h)), each sub-layer with its own norm
+        a, weights = block.attn(h, cos, sin, need_weights=True)
+        h = block.norm1(h + a)
+        h = block.norm2(h + block.ffn(h))
+    return h, weights
+
+
 EXERCISES = [
-    Exercise("layer_norm", "04", "LayerNorm: centre, scale to unit variance, then γ and β", 2, 10,
-             lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps), lambda: _norm_cases(True),
-             "mean and variance over the last dimension with keepdim=True; the variance is biased "
+    Exercise(name="layer_norm", notebook="04",
+             teaches="LayerNorm: centre, scale to unit variance, then γ and β", difficulty=2, minutes=10,
+             solution=my_layer_norm, reference=lambda x, w, b, eps: F.layer_norm(x, w.shape, w, b, eps),
+             cases=lambda: _norm_cases(True),
+             hint="mean and variance over the last dimension with keepdim=True; the variance is biased "
              "(divide by C, like unbiased=False); eps goes inside the square root",
              options={"diagnoses": _norm_slips, "hints_by_diagnosis": {
                  "raised": "x.mean(-1) drops the last dimension; keepdim=True keeps it, so (x − mean) "
@@ -227,10 +263,12 @@ EXERCISES = [
                              on_face(LayerNorm.formula)),
              own_work="x.mean, x.var(unbiased=False), torch.sqrt and torch.rsqrt are fine (the "
                       "formula is the exercise): F.layer_norm and nn.LayerNorm are LayerNorm itself",
-             piece=Piece("model", 6, 'layer_norm(x, weight, bias, eps)')),
-    Exercise("rms_norm", "04", "RMSNorm: LayerNorm without the centring and without β", 1, 5,
-             lambda x, w, eps: F.rms_norm(x, w.shape, w, eps), lambda: _norm_cases(False),
-             "divide by sqrt(mean(x²) + eps) over the last dimension (keepdim=True); no mean is "
+             piece=Piece(fills="model", order=6, call='layer_norm(x, weight, bias, eps)')),
+    Exercise(name="rms_norm", notebook="04", teaches="RMSNorm: LayerNorm without the centring and without β",
+             difficulty=1, minutes=5,
+             solution=my_rms_norm, reference=lambda x, w, eps: F.rms_norm(x, w.shape, w, eps),
+             cases=lambda: _norm_cases(False),
+             hint="divide by sqrt(mean(x²) + eps) over the last dimension (keepdim=True); no mean is "
              "subtracted",
              options={"diagnoses": _rms_slips, "hints_by_diagnosis": {
                  "_gamma_beta": "RMSNorm ends with × weight (γ): x / sqrt(mean(x²) + eps) * weight",
@@ -240,12 +278,14 @@ EXERCISES = [
                              on_face(RMSNorm.forward)),
              own_work="x ** 2, .mean, torch.sqrt and torch.rsqrt are fine (the formula is the "
                       "exercise): F.rms_norm and nn.RMSNorm are RMSNorm itself",
-             piece=Piece("model", 7, 'rms_norm(x, weight, eps)'),
+             piece=Piece(fills="model", order=7, call='rms_norm(x, weight, eps)'),
              optional=True),
-    Exercise("feed_forward", "04", "the FFN: two linear maps with a ReLU between, per position",
-             1, 5, lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd),
-             _ffn_cases,
-             "nn.Linear stores its weight as (out, in): x @ W.T + b; ReLU between the two layers, "
+    Exercise(name="feed_forward", notebook="04",
+             teaches="the FFN: two linear maps with a ReLU between, per position",
+             difficulty=1, minutes=5, solution=my_feed_forward,
+             reference=lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd),
+             cases=_ffn_cases,
+             hint="nn.Linear stores its weight as (out, in): x @ W.T + b; ReLU between the two layers, "
              "not after the second",
              options={"diagnoses": _ffn_slips, "hints_by_diagnosis": {
                  "_ffn_bias": "each map has its own bias: x @ w_up.T + b_up before the ReLU, "
@@ -255,10 +295,11 @@ EXERCISES = [
              library=refused(on_face(FeedForward.forward)),
              own_work="F.linear (or x @ W.T + b) and torch.relu are fine (the FFN's shape, two maps "
                       "with a ReLU between, is the exercise): minitf.FeedForward is the FFN itself",
-             piece=Piece("model", 8, 'feed_forward(x, w_up, b_up, w_down, b_down), ReLU')),
-    Exercise("swiglu", "04", "SwiGLU: the FFN's hidden units gated by a second projection of the input",
-             2, 10, _swiglu_reference, _swiglu_cases,
-             "three maps, no biases: hidden = silu(x @ w_up.T) * (x @ w_gate.T), element by element, "
+             piece=Piece(fills="model", order=8, call='feed_forward(x, w_up, b_up, w_down, b_down), ReLU')),
+    Exercise(name="swiglu", notebook="04",
+             teaches="SwiGLU: the FFN's hidden units gated by a second projection of the input",
+             difficulty=2, minutes=10, solution=my_swiglu, reference=_swiglu_reference, cases=_swiglu_cases,
+             hint="three maps, no biases: hidden = silu(x @ w_up.T) * (x @ w_gate.T), element by element, "
              "(..., d_ff); then hidden @ w_down.T",
              options={"diagnoses": _swiglu_slips, "hints_by_diagnosis": {
                  "_swiglu_swapped": "F.silu(x @ w_up.T) * (x @ w_gate.T): SiLU on up, the gate linear",
@@ -269,12 +310,14 @@ EXERCISES = [
              library=refused(on_face(FeedForward.forward)),
              own_work="F.silu (or x * torch.sigmoid(x)), @ and F.linear are fine (the gate is the "
                       "exercise): minitf.FeedForward with ffn_gate is SwiGLU itself",
-             piece=Piece("model", 9,
-                         'swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.modern_block.ffn_gate)'),
+             piece=Piece(fills="model", order=9,
+                         call='swiglu(x, w_up, w_gate, w_down), the gated FFN (used when config.modern_block.ffn_gate)'),
              optional=True),
-    Exercise("block", "04", "the block: attention and FFN, each with its residual and its norm, "
-             "pre-norm or post-norm", 3, 15, _block_reference, _block_cases,
-             "pre-norm: a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True); "
+    Exercise(name="block", notebook="04",
+             teaches="the block: attention and FFN, each with its residual and its norm, "
+             "pre-norm or post-norm", difficulty=3, minutes=15, solution=my_block, reference=_block_reference,
+             cases=_block_cases,
+             hint="pre-norm: a, weights = block.attn(block.norm1(h), cos, sin, need_weights=True); "
              "h = h + a; h = h + block.ffn(block.norm2(h)). Post-norm: a, weights = block.attn(h, …); "
              "h = block.norm1(h + a); h = block.norm2(h + block.ffn(h)). Return (h, weights)",
              result_names=("h", "weights"),
@@ -290,6 +333,6 @@ EXERCISES = [
              own_work="block.attn, block.norm1, block.norm2, block.ffn, block.pre_norm and + are "
                       "fine (where the norms and the sums go is the exercise): the block's own "
                       "forward is the answer itself",
-             piece=Piece("model", 10,
-                         'block(block, h, cos, sin) → (h, weights): the sub-layers, their residuals and norms')),
+             piece=Piece(fills="model", order=10,
+                         call='block(block, h, cos, sin) → (h, weights): the sub-layers, their residuals and norms')),
 ]

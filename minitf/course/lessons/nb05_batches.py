@@ -82,10 +82,35 @@ def _position_ids_slips(ids):
                         "input and output) restarts it; a TAB inside the output is an ordinary byte"))
 
 
+def my_make_batch(pairs):
+    seqs = [[*p.input, TAB, *p.output, EOS] for p in pairs]
+    T = max(len(s) for s in seqs) - 1  # the model never reads the last byte
+    ids = torch.full((len(pairs), T), PAD)
+    targets = torch.full((len(pairs), T), IGNORE)
+    for row, (pair, seq) in enumerate(zip(pairs, seqs)):
+        n = len(seq) - 1
+        ids[row, :n] = torch.tensor(seq[:-1])
+        for t in range(len(pair.input), n):  # from the TAB on, position t predicts seq[t + 1]
+            targets[row, t] = seq[t + 1]
+    return ids, targets
+
+
+def my_position_ids(ids):
+    B, T = ids.shape
+    t = torch.arange(T)                            # the usual numbering 0, 1, 2, …
+    out = torch.zeros(B, T, dtype=torch.long)
+    for b in range(B):
+        row = ids[b].tolist()
+        tab = row.index(TAB) if TAB in row else T  # the first TAB (T: the row has none)
+        out[b] = torch.where(t < tab, t + 1, t - tab)  # input j → j + 1; TAB → 0; output j → j + 1
+    return out
+
+
 EXERCISES = [
-    Exercise("make_batch", "05", "one sequence per pair, padded, with targets on the output only",
-             3, 20, make_batch, _batch_cases,
-             "ids = input TAB output (all but the last byte), padded with PAD = 0; targets[t] = "
+    Exercise(name="make_batch", notebook="05",
+             teaches="one sequence per pair, padded, with targets on the output only",
+             difficulty=3, minutes=20, solution=my_make_batch, reference=make_batch, cases=_batch_cases,
+             hint="ids = input TAB output (all but the last byte), padded with PAD = 0; targets[t] = "
              "seq[t+1] from t = len(input) on (the TAB's position predicts the first output byte), "
              "IGNORE = −100 everywhere else", result_names=("ids", "targets"),
              options={"diagnoses": _batch_slips, "hints_by_diagnosis": {
@@ -100,10 +125,12 @@ EXERCISES = [
              library=refused(on_face(make_batch)),
              own_work="minitf.sequence(pair), torch.full and torch.tensor are fine (the padding and "
                       "the output-only targets are the exercise): minitf.make_batch is the batch itself",
-             piece=Piece("model", 12, 'make_batch(pairs) → (ids, targets)')),
-    Exercise("position_ids", "05", "position coupling: output byte j gets input byte j's position id",
-             2, 15, lambda ids: position_ids(ids, "coupled"), _position_ids_cases,
-             "for each row: before the first TAB, token t gets t + 1; from the first TAB on, t minus "
+             piece=Piece(fills="model", order=12, call='make_batch(pairs) → (ids, targets)')),
+    Exercise(name="position_ids", notebook="05",
+             teaches="position coupling: output byte j gets input byte j's position id",
+             difficulty=2, minutes=15, solution=my_position_ids,
+             reference=lambda ids: position_ids(ids, "coupled"), cases=_position_ids_cases,
+             hint="for each row: before the first TAB, token t gets t + 1; from the first TAB on, t minus "
              "the first TAB's index (so the TAB gets 0, output byte j gets j + 1); a row without any "
              "TAB is t + 1 throughout. Later TABs do not restart the count",
              options={"diagnoses": _position_ids_slips, "hints_by_diagnosis": {
@@ -115,7 +142,7 @@ EXERCISES = [
              library=refused((position_ids, "minitf.rope.position_ids")),
              own_work="torch.arange, comparisons, cumsum, argmax and torch.where are fine: "
                       "minitf.rope.position_ids is the numbering itself",
-             piece=Piece("model", 13,
-                         "position_ids(ids) → (B, T) coupled ids (used when positions.position_ids='coupled')"),
+             piece=Piece(fills="model", order=13,
+                         call="position_ids(ids) → (B, T) coupled ids (used when positions.position_ids='coupled')"),
              optional=True),
 ]

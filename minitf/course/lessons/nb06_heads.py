@@ -49,10 +49,21 @@ def _ablate_slips(model, layer, head):
                         f"COLUMNS {head * hd}–{(head + 1) * hd - 1}: out.weight[:, head·hd:(head + 1)·hd] = 0"),)
 
 
+def my_ablate_head(model, layer, head):
+    import copy
+    model = copy.deepcopy(model)
+    hd = model.config.head_dim
+    with torch.no_grad():
+        # W_O reads the heads side by side: zeroing this head's columns removes its contribution
+        model.blocks[layer].attn.out.weight[:, head * hd:(head + 1) * hd] = 0
+    return model
+
+
 EXERCISES = [
-    Exercise("ablate_head", "06", "switch one head off to measure what it does", 2, 10,
-             _ablate_reference, _ablate_cases,
-             "the check compares the logits of your model and minitf's on 'Hello⇥Ifmmp'. A head's "
+    Exercise(name="ablate_head", notebook="06", teaches="switch one head off to measure what it does",
+             difficulty=2, minutes=10,
+             solution=my_ablate_head, reference=_ablate_reference, cases=_ablate_cases,
+             hint="the check compares the logits of your model and minitf's on 'Hello⇥Ifmmp'. A head's "
              "output reaches the model only through W_O, whose weight is (out, in): zero the head_dim "
              "COLUMNS (second index) that read the head, in a copy of the model",
              outcome=_ablated_logits, library=refused(on_face(ablate_heads)),

@@ -25,10 +25,17 @@ def _widen_reference(W, k):
     return widen_weight(W, k)
 
 
+def my_widen_weight(W, k):
+    # k × k copies of W, each divided by k: the k copies of x add back up to W x
+    return torch.cat([torch.cat([W / k] * k, dim=1)] * k, dim=0)
+
+
 EXERCISES = [
-    Exercise("widen_weight", "07", "Origami: a weight that computes the same thing on copied inputs",
-             2, 10, _widen_reference, _widen_cases,
-             "W' is a k×k grid of blocks; with the input copied k times, each output row sums k "
+    Exercise(name="widen_weight", notebook="07",
+             teaches="Origami: a weight that computes the same thing on copied inputs",
+             difficulty=2, minutes=10, solution=my_widen_weight, reference=_widen_reference,
+             cases=_widen_cases,
+             hint="W' is a k×k grid of blocks; with the input copied k times, each output row sums k "
              "blocks, so every block must be W / k",
              options={"factors": lambda W, k: {"k": k, "k²": k * k, "1/k": 1 / k},
                       "diagnoses": (_zeros_where_copies_should_be,)},

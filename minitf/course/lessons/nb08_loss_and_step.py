@@ -15,6 +15,7 @@ from ...core.train import train, train_step
 from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
 from ..declaration import Exercise, Piece, on_face, refused
 from ..feedback import ExerciseError
+from .nb08_clip_gradients import my_clip_gradients
 
 
 # --- 1 · the output-only cross-entropy -------------------------------------------------------------
@@ -128,7 +129,6 @@ _step_clip_after_step = _step_in_order("zero_grad", "loss", "backward", "step", 
 
 
 def _step_slips(model, ids, targets, clip):
-    from ..solutions import my_train_step
     run = lambda slip: drive_step(slip, model, ids, targets, clip)
     said = run(my_train_step)  # the expected result, to find where each slip first shows
     return (_slips("_no_zero_grad", [(run(_step_no_zero_grad), (
@@ -153,10 +153,30 @@ def _minitf_train_step(model, optimizer, ids, targets, loss_fn, clip):
     return train_step(model, optimizer, ids, targets, clip)
 
 
+def my_output_loss(logits, targets):
+    from minitf.core.tokens import IGNORE               # −100: the positions that are not scored
+    keep = targets != IGNORE                            # the output bytes and EOS: what is scored
+    logp = torch.log_softmax(logits, dim=-1)            # (B, T, V) log-probabilities
+    safe = torch.where(keep, targets, 0)                # any valid index where the target is IGNORE
+    picked = logp.gather(-1, safe[..., None])[..., 0]   # (B, T) log-prob of each target byte
+    return -(picked * keep).sum() / keep.sum()          # mean over the kept positions only
+
+
+def my_train_step(model, optimizer, ids, targets, loss_fn, clip=1.0):
+    optimizer.zero_grad()                               # .grad would otherwise add up step after step
+    loss = loss_fn(model(ids), targets)
+    loss.backward()
+    my_clip_gradients(model.parameters(), clip)         # your clipping, from the exercise above
+    optimizer.step()                                    # after backward and clipping
+    return loss
+
+
 EXERCISES = [
-    Exercise("output_loss", "08", "the output-only cross-entropy: −log p(target), averaged over the "
-             "output bytes and EOS", 2, 15, masked_loss, _loss_cases,
-             "log_softmax over the last dimension, pick each target's log-probability (gather), and "
+    Exercise(name="output_loss", notebook="08",
+             teaches="the output-only cross-entropy: −log p(target), averaged over the "
+             "output bytes and EOS", difficulty=2, minutes=15, solution=my_output_loss, reference=masked_loss,
+             cases=_loss_cases,
+             hint="log_softmax over the last dimension, pick each target's log-probability (gather), and "
              "average −log p over the positions whose target is not IGNORE, the whole batch together",
              options={"diagnoses": _loss_slips, "hints_by_diagnosis": {
                  "_loss_positions": "keep = targets != IGNORE; the mean is (nll * keep).sum() / keep.sum()",
@@ -171,11 +191,13 @@ EXERCISES = [
              own_work="torch.log_softmax (or logsumexp), gather, torch.where and sums are fine (the "
                       "mask and the mean are the exercise): F.cross_entropy and minitf.masked_loss are "
                       "the loss itself",
-             piece=Piece("training", 0,
-                         'output_loss(logits, targets) → mean cross-entropy over the output part')),
-    Exercise("train_step", "08", "one training step: zero_grad, forward, loss, backward, clip, step",
-             2, 10, _minitf_train_step, _step_cases,
-             "clear the old gradients first (optimizer.zero_grad()), then loss = loss_fn(model(ids), "
+             piece=Piece(fills="training", order=0,
+                         call='output_loss(logits, targets) → mean cross-entropy over the output part')),
+    Exercise(name="train_step", notebook="08",
+             teaches="one training step: zero_grad, forward, loss, backward, clip, step",
+             difficulty=2, minutes=10, solution=my_train_step, reference=_minitf_train_step,
+             cases=_step_cases,
+             hint="clear the old gradients first (optimizer.zero_grad()), then loss = loss_fn(model(ids), "
              "targets), loss.backward(), clip the gradient norm to `clip`, optimizer.step(); return "
              "the loss", drive=drive_step, result_names=("losses", "weights"),
              options={"diagnoses": _step_slips, "hints_by_diagnosis": {
@@ -190,5 +212,6 @@ EXERCISES = [
                       "my_clip_gradients and torch.nn.utils.clip_grad_norm_ are fine (their order is "
                       "the exercise): "
                       "minitf's train_step is the step itself",
-             piece=Piece("training", 2, 'train_step(model, optimizer, ids, targets, loss_fn, clip) → loss')),
+             piece=Piece(fills="training", order=2,
+                         call='train_step(model, optimizer, ids, targets, loss_fn, clip) → loss')),
 ]

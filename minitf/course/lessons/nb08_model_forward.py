@@ -67,10 +67,25 @@ def _forward_slips(model, ids):
                  "them (tie_embeddings=False): the head is model.head, a table of its own"))
 
 
+def my_model_forward(model, ids):
+    from minitf.core.rope import rope_angles
+    B, T = ids.shape
+    h = model.embed(ids)                                   # (B, T, C)
+    pos = model.positions(ids)                             # None: 0, 1, 2, …; coupled ids restart at TAB
+    cos, sin = rope_angles(model.blocks[0].attn.inv_freq, T, positions=pos)
+    for block in model.blocks:
+        h, _ = block(h, cos, sin)                          # each block returns (h, weights)
+    if model.final_norm is not None:                       # pre-norm only: the stream, normalised once more
+        h = model.final_norm(h)
+    return model.head(h)                                   # (B, T, 256); tied to embed if the config says so
+
+
 EXERCISES = [
-    Exercise("model_forward", "08", "the model's forward: embedding, RoPE angles, the blocks, the "
-             "final norm, the head", 2, 15, _forward_reference, _forward_cases,
-             "h = model.embed(ids); cos, sin = rope_angles(model.blocks[0].attn.inv_freq, T, "
+    Exercise(name="model_forward", notebook="08",
+             teaches="the model's forward: embedding, RoPE angles, the blocks, the "
+             "final norm, the head", difficulty=2, minutes=15, solution=my_model_forward,
+             reference=_forward_reference, cases=_forward_cases,
+             hint="h = model.embed(ids); cos, sin = rope_angles(model.blocks[0].attn.inv_freq, T, "
              "positions=model.positions(ids)); h, _ = block(h, cos, sin) for every block; "
              "model.final_norm(h) if it is not None; return model.head(h)",
              options={"diagnoses": _forward_slips, "hints_by_diagnosis": {
@@ -85,8 +100,8 @@ EXERCISES = [
              own_work="model.embed, model.positions, rope_angles, the blocks, model.final_norm and "
                       "model.head are fine (their order and the final norm are the exercise): the "
                       "model's own forward is the answer itself",
-             piece=Piece("model", 11,
-                         'model_forward(model, ids) → logits: the embedding, the blocks, the final norm and the head'),
+             piece=Piece(fills="model", order=11,
+                         call='model_forward(model, ids) → logits: the embedding, the blocks, the final norm and the head'),
              # the main path writes the same forward in MyTransformer (nb08_model_modules)
              optional=True),
 ]

@@ -14,8 +14,10 @@ from ...core.rope import rope_angles
 from ..cases import random_case as _rand
 from ..declaration import Exercise, refused
 from ..module_checks import drive_module, minitf_module
-from .nb03_attention import _mha_slips
-from .nb04_ffn_block import _block_slips
+from .nb02_rope import my_apply_rope
+from .nb03_attention import _mha_slips, my_multi_head_attention
+from .nb04_ffn_block import _block_slips, my_block, my_feed_forward, my_layer_norm
+from .nb05_batches import my_position_ids
 from .nb08_model_forward import _forward_cases, _forward_slips
 
 
@@ -76,10 +78,104 @@ _CLASS_HINTS = {
 }
 
 
+class MyAttention(nn.Module):
+    """Multi-head attention: the parameters live here, your my_multi_head_attention computes."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.n_heads, self.head_dim = config.n_heads, config.head_dim
+        inner = config.n_heads * config.head_dim
+        self.qkv = nn.Linear(config.d_model, 3 * inner)  # W_Q, W_K, W_V in one matrix
+        self.out = nn.Linear(inner, config.d_model)      # W_O: the heads back into the stream
+        pairs = torch.arange(0, self.head_dim, 2, dtype=torch.float64)
+        theta = config.positions.rope_base ** (-pairs / self.head_dim)  # one frequency per pair
+        # a buffer: saved with the weights and moved by .to(), but not trained
+        self.register_buffer("inv_freq", theta.float().expand(config.n_heads, -1).clone())
+
+    def rotate(self, x, cos, sin):
+        return my_apply_rope(x, cos, sin)  # yours, notebook 02
+
+    def forward(self, x, cos, sin, need_weights=False):
+        y, weights = my_multi_head_attention(self, x, cos, sin)  # yours, notebook 03
+        return y, (weights if need_weights else None)
+
+
+class MyLayerNorm(nn.Module):
+    """LayerNorm's γ and β, computed by your my_layer_norm."""
+
+    def __init__(self, dim, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))   # γ
+        self.bias = nn.Parameter(torch.zeros(dim))    # β
+
+    def forward(self, x):
+        return my_layer_norm(x, self.weight, self.bias, self.eps)  # yours, notebook 04
+
+
+class MyFeedForward(nn.Module):
+    """Up to d_ff, ReLU, back down: your my_feed_forward with these two layers' weights."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.up = nn.Linear(config.d_model, config.d_ff)
+        self.down = nn.Linear(config.d_ff, config.d_model)
+
+    def forward(self, x):
+        return my_feed_forward(x, self.up.weight, self.up.bias, self.down.weight, self.down.bias)
+
+
+class MyBlock(nn.Module):
+    """Attention and the FFN, each with its norm; your my_block adds them to the stream."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.pre_norm = config.norm_position == "pre"
+        self.norm1 = MyLayerNorm(config.d_model, config.norm_eps)  # one norm per sub-layer
+        self.attn = MyAttention(config)
+        self.norm2 = MyLayerNorm(config.d_model, config.norm_eps)
+        self.ffn = MyFeedForward(config)
+
+    def forward(self, h, cos, sin, need_weights=False):
+        h, weights = my_block(self, h, cos, sin)  # yours, notebook 04: the residuals and norms
+        return h, (weights if need_weights else None)
+
+
+class MyTransformer(nn.Module):
+    """ids (B, T) → logits (B, T, 256), with the parameter names of minitf.Transformer."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+        self.embed = nn.Embedding(config.vocab_size, config.d_model)  # one learned row per byte
+        self.blocks = nn.ModuleList(MyBlock(config) for _ in range(config.n_layers))
+        pre = config.norm_position == "pre"  # pre-norm: the stream is normalised once more at the end
+        self.final_norm = MyLayerNorm(config.d_model, config.norm_eps) if pre else None
+        self.head = nn.Linear(config.d_model, config.vocab_size)
+        if config.tie_embeddings:
+            self.head.weight = self.embed.weight  # one table reads bytes in and scores them out
+
+    def positions(self, ids):
+        coupled = self.config.positions.position_ids == "coupled"
+        return my_position_ids(ids) if coupled else None  # None: 0, 1, 2, …
+
+    def forward(self, ids):
+        T = ids.size(1)
+        h = self.embed(ids)                                            # (B, T, C)
+        cos, sin = rope_angles(self.blocks[0].attn.inv_freq, T, positions=self.positions(ids))
+        for block in self.blocks:
+            h, _ = block(h, cos, sin)
+        if self.final_norm is not None:
+            h = self.final_norm(h)
+        return self.head(h)                                            # (B, T, 256) logits
+
+
 EXERCISES = [
-    Exercise("MyAttention", "08", "multi-head attention as a module of your own: its layers, its "
-             "buffer, its forward", 3, 10, minitf_module, _attention_cases,
-             "the state dict of MultiHeadAttention(config) is qkv.weight (3·H·hd, C), qkv.bias, "
+    Exercise(name="MyAttention", notebook="08",
+             teaches="multi-head attention as a module of your own: its layers, its "
+             "buffer, its forward", difficulty=3, minutes=10, solution=MyAttention, reference=minitf_module,
+             cases=_attention_cases,
+             hint="the state dict of MultiHeadAttention(config) is qkv.weight (3·H·hd, C), qkv.bias, "
              "out.weight (C, H·hd), out.bias and the buffer inv_freq (H, hd/2); forward(x, cos, sin, "
              "need_weights=False) returns (output, weights or None), as my_multi_head_attention "
              "computes them", drive=drive_module(_with_weights), result_names=("output", "weights"),
@@ -97,9 +193,11 @@ EXERCISES = [
                       "my_apply_rope are fine (which layers, which shapes, and the forward are the "
                       "exercise): minitf.MultiHeadAttention is the module itself",
              answer_name="MyAttention"),
-    Exercise("MyBlock", "08", "the block as a module of your own: two norms, your attention, the "
-             "FFN, and your block's residuals", 2, 10, minitf_module, _block_cases,
-             "the state dict of Block(config) is norm1.weight, norm1.bias, attn.… (your MyAttention), "
+    Exercise(name="MyBlock", notebook="08",
+             teaches="the block as a module of your own: two norms, your attention, the "
+             "FFN, and your block's residuals", difficulty=2, minutes=10, solution=MyBlock,
+             reference=minitf_module, cases=_block_cases,
+             hint="the state dict of Block(config) is norm1.weight, norm1.bias, attn.… (your MyAttention), "
              "norm2.weight, norm2.bias, ffn.up.weight (d_ff, C), ffn.up.bias, ffn.down.weight (C, d_ff), "
              "ffn.down.bias; forward(h, cos, sin, need_weights=False) returns (h, weights or None), "
              "pre-norm or post-norm as config.norm_position says", drive=drive_module(_with_weights),
@@ -118,10 +216,12 @@ EXERCISES = [
              own_work="nn.Linear, nn.Parameter, your MyAttention and your my_block, my_layer_norm and "
                       "my_feed_forward are fine (the modules and their names are the exercise): "
                       "minitf.Block and minitf.MultiHeadAttention are the modules themselves",
-             answer_name="MyBlock", shows=("MyLayerNorm", "MyFeedForward", "MyBlock")),
-    Exercise("MyTransformer", "08", "the model as a module of your own: the embedding, the blocks, "
-             "the final norm, the head (tied or not), and its forward", 2, 10, minitf_module, _forward_cases,
-             "the state dict of Transformer(config) is embed.weight (256, C), blocks.0.… (your MyBlock) "
+             answer_name="MyBlock", shows=(MyLayerNorm, MyFeedForward, MyBlock)),
+    Exercise(name="MyTransformer", notebook="08",
+             teaches="the model as a module of your own: the embedding, the blocks, "
+             "the final norm, the head (tied or not), and its forward", difficulty=2, minutes=10,
+             solution=MyTransformer, reference=minitf_module, cases=_forward_cases,
+             hint="the state dict of Transformer(config) is embed.weight (256, C), blocks.0.… (your MyBlock) "
              "for each of config.n_layers blocks in an nn.ModuleList, final_norm.weight and .bias in "
              "a pre-norm model only (None in post-norm), head.weight (256, C), head.bias; the head "
              "shares embed's weight when config.tie_embeddings; forward(ids) returns the logits "

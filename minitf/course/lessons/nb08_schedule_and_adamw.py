@@ -136,10 +136,32 @@ def _adamw_slips(param, grad, m, v, t, lr, betas, eps, weight_decay):
                 "sqrt(v̂) + eps"))]))
 
 
+def my_lr_at(step, steps, lr, warmup, min_lr_ratio=0.1):
+    import math
+    if step < warmup:
+        return lr * (step + 1) / warmup                 # step 0 gets lr/warmup, step warmup−1 gets lr
+    progress = (step - warmup) / max(1, steps - warmup)  # 0 → 1 over the steps after the warm-up
+    progress = min(1, progress)                         # past the end: hold the floor
+    floor = lr * min_lr_ratio
+    return floor + (lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def my_adamw(param, grad, m, v, t, lr, betas, eps, weight_decay):
+    beta1, beta2 = betas
+    param = param * (1 - lr * weight_decay)             # decoupled decay: on the weight, not the gradient
+    m = beta1 * m + (1 - beta1) * grad                  # running mean of the gradient
+    v = beta2 * v + (1 - beta2) * grad ** 2             # running mean of its square
+    m_hat = m / (1 - beta1 ** t)                        # bias correction: m and v start at 0
+    v_hat = v / (1 - beta2 ** t)
+    param = param - lr * m_hat / (v_hat.sqrt() + eps)   # eps outside the square root
+    return param, m, v
+
+
 EXERCISES = [
-    Exercise("lr_at", "08", "the learning-rate schedule: a linear warm-up, then a cosine down to a floor",
-             2, 10, lr_at, lambda: list(SCHEDULES),
-             "steps 0 … warmup−1 climb linearly to lr, lr·(step + 1)/warmup; then the progress "
+    Exercise(name="lr_at", notebook="08",
+             teaches="the learning-rate schedule: a linear warm-up, then a cosine down to a floor",
+             difficulty=2, minutes=10, solution=my_lr_at, reference=lr_at, cases=lambda: list(SCHEDULES),
+             hint="steps 0 … warmup−1 climb linearly to lr, lr·(step + 1)/warmup; then the progress "
              "p = (step − warmup)/(steps − warmup) goes from 0 to 1 and the rate is "
              "floor + (lr − floor)·½(1 + cos πp), floor = lr·min_lr_ratio; past the last step p "
              "stays 1 (the floor)",
@@ -158,11 +180,14 @@ EXERCISES = [
                                       "progress = min(1, (step − warmup)/(steps − warmup))"}},
              library=refused(lr_at, wsd_at),
              own_work="math.cos, math.pi and arithmetic are fine: minitf's lr_at is the schedule itself",
-             piece=Piece("training", 3, 'lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate'),
+             piece=Piece(fills="training", order=3,
+                         call='lr_at(step, steps, lr, warmup, min_lr_ratio) → learning rate'),
              optional=True),
-    Exercise("adamw", "08", "AdamW from its update rule: moments, bias correction, decoupled decay",
-             4, 25, training_checks.torch_adamw_step, _adamw_cases,
-             "m = β₁m + (1 − β₁)g, v = β₂v + (1 − β₂)g², m̂ = m/(1 − β₁ᵗ), v̂ = v/(1 − β₂ᵗ); the "
+    Exercise(name="adamw", notebook="08",
+             teaches="AdamW from its update rule: moments, bias correction, decoupled decay",
+             difficulty=4, minutes=25, solution=my_adamw, reference=training_checks.torch_adamw_step,
+             cases=_adamw_cases,
+             hint="m = β₁m + (1 − β₁)g, v = β₂v + (1 − β₂)g², m̂ = m/(1 − β₁ᵗ), v̂ = v/(1 − β₂ᵗ); the "
              "weight first decays, param·(1 − lr·weight_decay), then moves by −lr·m̂/(√v̂ + eps); "
              "return (param, m, v)", result_names=("param", "m", "v"),
              options={"diagnoses": _adamw_slips, "hints_by_diagnosis": {
@@ -178,7 +203,7 @@ EXERCISES = [
                              training_checks.torch_adamw_step),
              own_work="*, +, ** and .sqrt() on the tensors are fine (the update rule is the "
                       "exercise): torch.optim.AdamW and torch.optim.Adam are the optimizer itself",
-             piece=Piece("training", 4,
-                         'adamw(param, grad, m, v, t, lr, betas, eps, weight_decay) → (param, m, v)'),
+             piece=Piece(fills="training", order=4,
+                         call='adamw(param, grad, m, v, t, lr, betas, eps, weight_decay) → (param, m, v)'),
              optional=True),
 ]

@@ -204,10 +204,43 @@ def cached_attention_slips(attn, x, keys, values):
     return (recognise,)
 
 
+def my_next_byte_probs(logits, temperature=1.0, top_k=None, top_p=None):
+    if temperature == 0:  # greedy: all the mass on the most likely byte
+        return torch.nn.functional.one_hot(logits.argmax(-1), logits.size(-1)).to(logits.dtype)
+    logits = logits / temperature                   # before the softmax: T < 1 sharpens
+    if top_k is not None:                           # every byte at least as likely as the k-th
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)
+    if top_p is not None and top_p < 1:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        before = sorted_probs.cumsum(-1) - sorted_probs   # the mass of the more likely bytes
+        keep = torch.zeros_like(probs).scatter(-1, order, (before < top_p).to(probs.dtype))
+        probs = probs * keep                        # the byte that crosses p stays
+    return probs / probs.sum(-1, keepdim=True)      # renormalise what is left
+
+
+def my_cached_attention(attn, x, keys, values):
+    B, T, _ = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    start = keys.size(2)                                   # positions already in the cache
+    q, k, v = attn.qkv(x).split(H * hd, dim=-1)            # (B, T, H·hd) each
+    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in (q, k, v))  # (B, H, T, hd)
+    cos, sin = rope_angles(attn.inv_freq, T, offset=start)  # at their absolute positions
+    q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+    keys = torch.cat([keys, k], dim=2)                     # (B, H, start + T, hd)
+    values = torch.cat([values, v], dim=2)
+    mask = causal_mask(start + T, x.device)[start:]        # the rows of the new queries
+    y, _ = attention(q, keys, values, mask)                # (B, H, T, hd)
+    return attn.out(y.transpose(1, 2).reshape(B, T, H * hd)), keys, values
+
+
 EXERCISES = [
-    Exercise("next_byte_probs", "09", "sampling: temperature, top-k and top-p reshape the next-byte "
-             "distribution", 3, 20, next_byte_probs, sampling_cases,
-             "divide the logits by T before the softmax (T = 0: all the mass on the argmax); top-k "
+    Exercise(name="next_byte_probs", notebook="09",
+             teaches="sampling: temperature, top-k and top-p reshape the next-byte "
+             "distribution", difficulty=3, minutes=20, solution=my_next_byte_probs, reference=next_byte_probs,
+             cases=sampling_cases,
+             hint="divide the logits by T before the softmax (T = 0: all the mass on the argmax); top-k "
              "keeps every byte whose logit is at least the k-th largest; top-p keeps, most likely "
              "first, each byte while the mass before it is below p; renormalise what is left",
              options={"diagnoses": sampling_slips, "hints_by_diagnosis": {
@@ -222,10 +255,12 @@ EXERCISES = [
              own_work="torch.softmax, .topk, .sort, .cumsum, .scatter, masked_fill and "
                       "F.one_hot are fine (choosing what to keep is the exercise): "
                       "minitf.next_byte_probs is the sampler's distribution itself"),
-    Exercise("cached_attention", "09", "a KV cache: the new positions' keys join the cache, their "
-             "queries attend over all of it", 3, 20, cached_attention_reference,
-             cached_attention_cases,
-             "start = keys.size(2) positions are cached; rotate the new q and k by RoPE at positions "
+    Exercise(name="cached_attention", notebook="09",
+             teaches="a KV cache: the new positions' keys join the cache, their "
+             "queries attend over all of it", difficulty=3, minutes=20, solution=my_cached_attention,
+             reference=cached_attention_reference,
+             cases=cached_attention_cases,
+             hint="start = keys.size(2) positions are cached; rotate the new q and k by RoPE at positions "
              "start … start+T−1 (rope_angles(attn.inv_freq, T, offset=start)), append k and v along "
              "dim 2, and mask with the rows start … of causal_mask(start + T)",
              result_names=("output", "keys", "values"),

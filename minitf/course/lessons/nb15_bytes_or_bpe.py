@@ -245,38 +245,103 @@ def _decode_slips(ids, merges, special):
          "vocab[a] + vocab[b] for merges[n] = (a, b)")))
 
 
+# --- the Solutions, as the notebook's Solution blocks print them ------------------------------------
+
+def my_count_pairs(ids):
+    counts = {}
+    for pair in zip(ids, ids[1:]):          # every adjacent pair: `aaa` holds (a, a) twice
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+def my_merge(ids, pair, new_id):
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+            out.append(new_id)              # the pair becomes one token …
+            i += 2                          # … and both its halves are used up
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def my_train_merges(data, n_merges):
+    ids, merges = list(data), []
+    for n in range(n_merges):
+        counts = my_count_pairs(ids)        # counted again after every merge
+        if not counts:
+            break
+        pair = min(counts, key=lambda p: (-counts[p], p))   # most frequent; a tie: the smallest pair
+        if counts[pair] < 2:
+            break                           # no pair repeats: a token would save nothing
+        merges.append(pair)
+        ids = my_merge(ids, pair, 256 + n)
+    return merges
+
+
+def my_encode(data, merges, special):
+    for token, token_id in special.items():     # a special token is cut out first, never merged
+        if token in data:
+            before, after = data.split(token, 1)
+            return my_encode(before, merges, special) + [token_id] + my_encode(after, merges, special)
+    ids = list(data)
+    for n, pair in enumerate(merges):           # in the order they were learned
+        ids = my_merge(ids, pair, 256 + n)
+    return ids
+
+
+def my_decode(ids, merges, special):
+    vocab = {i: bytes([i]) for i in range(256)}
+    for n, (a, b) in enumerate(merges):
+        vocab[256 + n] = vocab[a] + vocab[b]    # a merged token is its halves' bytes
+    for token, token_id in special.items():
+        vocab[token_id] = token
+    return b"".join(vocab[i] for i in ids)      # bytes: a token may end inside a character
+
+
 _OWN = ("dicts, lists, zip, min and max, slicing and bytes' own methods (split, join, startswith) are "
         "fine: minitf.core.bpe is the answer itself")
 
 EXERCISES = [
-    Exercise("count_pairs", "15", "BPE's counting step: every adjacent pair and how often it occurs",
-             1, 5, count_pairs_reference, lambda: [(list(c),) for c in COUNT_CASES],
-             "a dict {(a, b): count} over zip(ids, ids[1:]): every adjacent pair, overlapping ones too",
+    Exercise(name="count_pairs", notebook="15",
+             teaches="BPE's counting step: every adjacent pair and how often it occurs",
+             difficulty=1, minutes=5, solution=my_count_pairs, reference=count_pairs_reference,
+             cases=lambda: [(list(c),) for c in COUNT_CASES],
+             hint="a dict {(a, b): count} over zip(ids, ids[1:]): every adjacent pair, overlapping ones too",
              options={"diagnoses": _count_slips},
              library=refused(count_pairs, learn_merges, train_bpe), own_work=_OWN),
-    Exercise("merge", "15", "one merge: a pair becomes its new id everywhere, left to right",
-             2, 10, merge_reference, lambda: [(list(i), p, n) for i, p, n in MERGE_CASES],
-             "walk left to right; where ids[i], ids[i + 1] is the pair, append new_id and skip both "
+    Exercise(name="merge", notebook="15",
+             teaches="one merge: a pair becomes its new id everywhere, left to right",
+             difficulty=2, minutes=10, solution=my_merge, reference=merge_reference,
+             cases=lambda: [(list(i), p, n) for i, p, n in MERGE_CASES],
+             hint="walk left to right; where ids[i], ids[i + 1] is the pair, append new_id and skip both "
              "(i += 2), else append ids[i] (i += 1); `aaa` with (a, a) becomes [new_id, a]",
              outcome=as_one, options={"diagnoses": _merge_slips},
              library=refused(apply_merges, learn_merges, train_bpe), own_work=_OWN),
-    Exercise("train_merges", "15", "the training loop: count, merge the most frequent pair, repeat",
-             3, 15, train_merges_reference, lambda: list(TRAIN_CASES),
-             "ids = list(data); n_merges times: counts = my_count_pairs(ids); the pair with the "
+    Exercise(name="train_merges", notebook="15",
+             teaches="the training loop: count, merge the most frequent pair, repeat",
+             difficulty=3, minutes=15, solution=my_train_merges, reference=train_merges_reference,
+             cases=lambda: list(TRAIN_CASES),
+             hint="ids = list(data); n_merges times: counts = my_count_pairs(ids); the pair with the "
              "highest count, the smallest pair among equal counts; stop if it occurs fewer than 2 "
              "times; else record it and ids = my_merge(ids, pair, 256 + n)",
              outcome=as_one, options={"diagnoses": _train_slips},
              library=refused(train_bpe, learn_merges, apply_merges, count_pairs), own_work=_OWN),
-    Exercise("encode", "15", "encoding: special tokens first, then the merges in the order learned",
-             2, 10, encode_reference, encode_cases,
-             "if a special token is in data: encode what is before it and after it, with its id "
+    Exercise(name="encode", notebook="15",
+             teaches="encoding: special tokens first, then the merges in the order learned",
+             difficulty=2, minutes=10, solution=my_encode, reference=encode_reference,
+             cases=encode_cases,
+             hint="if a special token is in data: encode what is before it and after it, with its id "
              "between; else start from list(data) and apply merges[0], merges[1], … with my_merge "
              "(merge n makes 256 + n)",
              outcome=as_one, options={"diagnoses": _encode_slips},
              library=refused(apply_merges, BPE.encode), own_work=_OWN),
-    Exercise("decode", "15", "decoding: ids back to the exact bytes, text or not",
-             1, 5, decode_reference, decode_cases,
-             "a table id → bytes: the 256 bytes, then vocab[256 + n] = vocab[a] + vocab[b] for each "
+    Exercise(name="decode", notebook="15",
+             teaches="decoding: ids back to the exact bytes, text or not",
+             difficulty=1, minutes=5, solution=my_decode, reference=decode_reference,
+             cases=decode_cases,
+             hint="a table id → bytes: the 256 bytes, then vocab[256 + n] = vocab[a] + vocab[b] for each "
              "merge (a, b), then the special tokens at their ids; b''.join the ids' bytes (bytes, not "
              "str)",
              options={"diagnoses": _decode_slips},

@@ -1,20 +1,19 @@
-"""Notebook 08's training loop and gradient clipping as a function, each checked through a
-driver that runs it on copies."""
+"""Notebook 08's training loop, checked through a driver that runs it on copies, with the
+reference step (so only the loop is under test)."""
 from __future__ import annotations
 
 import copy
-import inspect as _inspect
 
 import torch
-from torch.nn.utils import clip_grad as _clip_grad
 
 from ...core.data import make_batch, make_pairs
 from ...core.evaluate import masked_loss
 from ...core.train import lr_at, train
 from .. import training_checks
-from ..cases import random_case as _rand, driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
+from ..cases import driven_slips as _slips, numbers as _numbers, tiny_model as _tiny_model
 from ..declaration import Exercise, Piece, on_face, refused
 from ..training_checks import reference_loop
+from .nb08_loss_and_step import my_train_step
 
 
 # --- 5 · the training loop -------------------------------------------------------------------------
@@ -30,7 +29,6 @@ def drive_loop(fn, model, batches, val, steps, eval_every):
     """Run `fn` on a copy of the model with minitf's step, schedule (lr 0.05, 2 warm-up steps) and
     torch's AdamW; batches are handed out in turn by next_batch. Returns the history as tensors:
     losses (steps,), learning rates (steps,), the validated steps, their losses, and the weights."""
-    from ..solutions import my_train_step  # the reference step, so only the loop is under test
     model = copy.deepcopy(model)
     dtype = next(model.parameters()).dtype
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.05)
@@ -133,63 +131,29 @@ def _loop_slips(model, batches, val, steps, eval_every):
                 "of eval_every, and record that count as the step"))], said))
 
 
-# --- 6 · gradient clipping as a function --------------------------------------------------------------
-
-def _clip_grads(seed: int, scale: float) -> list:
-    """Three gradients of different sizes (and one parameter without a gradient, None)."""
-    return [_rand(2, 3, seed=seed) * scale, _rand(4, seed=seed + 1) * scale * 0.1, None,
-            _rand(3, 2, seed=seed + 2) * scale * 3]
-
-
-def _clip_cases():
-    """Above the limit (scaled down), below it (left alone), and far above with a small limit."""
-    return [(_clip_grads(0, 1.0), 1.0), (_clip_grads(1, 0.1), 5.0), (_clip_grads(2, 10.0), 0.5)]
-
-
-def drive_clip(fn, grads, max_norm):
-    """The gradients after fn(parameters, max_norm), one flat tensor: fn gets fresh parameters
-    holding copies of `grads` (None: a parameter without a gradient), as a generator, the way
-    model.parameters() hands them over."""
-    params = []
-    for g in grads:
-        p = torch.nn.Parameter(torch.zeros(2, dtype=torch.float64) if g is None else torch.zeros_like(g))
-        p.grad = None if g is None else g.clone()
-        params.append(p)
-    fn((p for p in params), max_norm)
-    after = [p.grad for p in params if p.grad is not None]
-    return torch.cat([g.reshape(-1) for g in after]) if after else None
-
-
-def _clip_slips(grads, max_norm):
-    present = [g for g in grads if g is not None]
-    flat = lambda gs: torch.cat([g.reshape(-1) for g in gs])
-    total = torch.sqrt(sum((g ** 2).sum() for g in present))
-    per_tensor = flat([g * min(1.0, max_norm / (float(g.norm()) + 1e-6)) for g in present])
-    always = flat([g * (max_norm / (total + 1e-6)) for g in present])
-    summed = sum(float(g.norm()) for g in present)
-    sum_of_norms = flat([g * min(1.0, max_norm / (summed + 1e-6)) for g in present])
-    return (_slips("_clip_per_tensor", [(per_tensor, (
-                "yours clips each tensor by its own norm: the limit is on ONE norm over all the "
-                "gradients together, √(Σ over every tensor of Σ g²), and every tensor is scaled by "
-                "the same factor"))]),
-            _slips("_clip_below_limit", [(always, (
-                f"yours scales the gradients although their norm ({float(total):.4g}) is below "
-                f"max_norm ({max_norm:g}): clipping only ever scales DOWN, by max_norm / norm when "
-                "the norm is above the limit, and leaves them alone otherwise"))]),
-            _slips("_clip_sum_of_norms", [(sum_of_norms, (
-                "yours adds up the tensors' norms: the total norm is the square root of the sum of "
-                "every squared entry, √(Σ ‖g‖²), not Σ ‖g‖"))]),
-            _slips("_clip_never", [(flat(present), (
-                f"yours leaves the gradients as they were, though their norm ({float(total):.4g}) is "
-                f"above max_norm ({max_norm:g}). If you loop over `parameters` twice, make it a "
-                "list first: model.parameters() is a generator, empty after the first pass"))]))
+def my_train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate):
+    history = {"loss": [], "lr": [], "val": []}
+    for step in range(steps):
+        rate = schedule(step)
+        for group in optimizer.param_groups:            # the rate this step runs with
+            group["lr"] = rate
+        ids, targets = next_batch()
+        loss = step_fn(model, optimizer, ids, targets)
+        history["loss"].append(loss.item())             # a number, not the tensor and its graph
+        history["lr"].append(rate)
+        if (step + 1) % eval_every == 0:                # after steps eval_every, 2·eval_every, …
+            history["val"].append({"step": step + 1, **evaluate(model)})
+            model.train()
+    return history
 
 
 EXERCISES = [
-    Exercise("train_loop", "08", "the training loop: a batch, the rate, a step, the history, "
-             "validation every few steps", 2, 15, training_checks.reference_loop,
-             _loop_cases,
-             "for each step: set group['lr'] = schedule(step) in every param group, draw a batch with "
+    Exercise(name="train_loop", notebook="08",
+             teaches="the training loop: a batch, the rate, a step, the history, "
+             "validation every few steps", difficulty=2, minutes=15, solution=my_train_loop,
+             reference=training_checks.reference_loop,
+             cases=_loop_cases,
+             hint="for each step: set group['lr'] = schedule(step) in every param group, draw a batch with "
              "next_batch(), loss = step_fn(model, optimizer, ids, targets); record loss.item() and "
              "the rate; after step + 1 = eval_every, 2·eval_every, … append "
              "{'step': step + 1, **evaluate(model)} to history['val']",
@@ -203,43 +167,6 @@ EXERCISES = [
              library=refused(training_checks.reference_loop, on_face(train)),
              own_work="a for loop, the functions you are given and list.append are fine: "
                       "minitf.train is a loop itself",
-             piece=Piece("training", 5,
-                         'train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate) → history')),
-    Exercise("clip_gradients", "08", "gradient clipping: one norm over all the gradients, scaled "
-             "down to max_norm only when above it", 2, 10, training_checks.torch_clip,
-             _clip_cases,
-             "keep the gradients that exist (p.grad is not None) in a list; their total norm is "
-             "√(Σ g²) over every entry of every tensor; if it is above max_norm, multiply every "
-             "gradient in place by max_norm / (norm + 1e-6), else leave them alone",
-             drive=drive_clip,
-             options={"diagnoses": _clip_slips,
-                      "case_names": ["gradients above the limit", "gradients below it",
-                                     "far above a small limit"], "hints_by_diagnosis": {
-                 "_clip_per_tensor": "one norm for all, √(‖g₁‖² + ‖g₂‖² + …): total = "
-                                     "torch.stack([g.norm() for g in grads]).norm(), and the same "
-                                     "factor for every tensor",
-                 "_clip_below_limit": "if total > max_norm: scale; otherwise leave the gradients "
-                                      "as they are",
-                 "_clip_sum_of_norms": "the norms add like the sides of a right angle: "
-                                       "√(‖g₁‖² + ‖g₂‖² + …), torch.stack([g.norm() for g in "
-                                       "grads]).norm()",
-                 "_clip_never": "grads = [p.grad for p in parameters if p.grad is not None] once, "
-                                "then work on that list; scale with g.mul_(…) so the change stays "
-                                "in p.grad",
-                 "raised": "a parameter may have no gradient (p.grad is None): leave it out"}},
-             library=refused((_inspect.unwrap(_clip_grad.clip_grad_norm_),
-                              "torch.nn.utils.clip_grad_norm_"),
-                             (_inspect.unwrap(_clip_grad.clip_grad_norm),
-                              "torch.nn.utils.clip_grad_norm"),
-                             (_inspect.unwrap(torch.nn.utils.get_total_norm),
-                              "torch.nn.utils.get_total_norm"),
-                             (_inspect.unwrap(torch.nn.utils.clip_grads_with_norm_),
-                              "torch.nn.utils.clip_grads_with_norm_"),
-                             training_checks.torch_clip),
-             own_work="p.grad, ** 2, .sum(), torch.sqrt (or .norm() on one tensor) and .mul_ are "
-                      "fine (the one norm and the only-when-above are the exercise): "
-                      "torch.nn.utils.clip_grad_norm_ is clipping itself",
-             piece=Piece("training", 1,
-                         'clip_gradients(parameters, max_norm): one norm over all gradients, scaled down to max_norm when above it'),
-             optional=True),
+             piece=Piece(fills="training", order=5,
+                         call='train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate) → history')),
 ]
