@@ -10,7 +10,6 @@ import os
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from support import ROOT
 
@@ -70,6 +69,8 @@ def test_every_exercise_in_a_copy_says_not_written_yet(copies):
 @pytest.mark.slow
 def test_a_copy_runs_to_its_end_and_its_exercises_say_not_written_yet(copies, tmp_path):
     """Run the copy of notebook 03 (four exercises) in a kernel, from its own folder."""
+    from nbclient import NotebookClient  # here, not at the top: only this slow test needs it (0.2 s to import)
+
     out, _ = copies
     nb = nbformat.read(out / "03_attention.ipynb", as_version=4)
     for cell in nb.cells:
