@@ -36,8 +36,10 @@ lab: $(TEST_STAMP) lab-settings  ## open JupyterLab on the notebooks (options: m
 # every core (pytest-xdist); --dist loadscope keeps each notebook whole on one worker (nbval's README)
 PARALLEL ?= -n auto --dist loadscope --no-loadscope-reorder
 # an early plugin that spares each pytest process ~1.5 s of start-up (tests/fast_start.py says how);
-# `-p` loads it before nbval, which conftest.py cannot; it imports from the repository root (python -m)
-PYTEST := $(PY) -m pytest -p tests.fast_start
+# `-p` loads it before nbval, which conftest.py cannot; it imports from the repository root (python -m).
+# PYTHONDONTWRITEBYTECODE (set on some machines, this project's among them) would stop pytest caching
+# its rewritten test files: every xdist worker then rewrites and compiles them all again, ~3.5 s each
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -p tests.fast_start
 
 # minitf's bytecode, compiled once before the run (0.03 s when up to date): otherwise each process
 # that imports minitf (every notebook's kernel, each xdist worker) compiles it again, ~0.2 s each,
