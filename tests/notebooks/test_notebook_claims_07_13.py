@@ -52,13 +52,13 @@ def test_07_states_the_verdict_against_the_best_fixed_size_as_14_measured_it(sec
     env, best = load_lm_envelope(), lm_growth.best()
     assert env.envelope[1.0][0] == "4L d32"
     ratio = env.rescored[best.name]["vs_envelope"]
-    assert ratio > 1 and f"growing needs {ratio:.2f}× the compute" in section7
+    assert ratio > 1
     # "a fixed 4-layer model of width 32 reaches the grown model's loss with less compute, and against it
     # growing needs 1.43× the compute"; "growing did not pay on either task"
     assert numbers(section7, after="a fixed")[:3] == [4, 32, round(ratio, 2)] and "did not pay" in section7
     fig = plot_growth_verdict(envelope=env)
     texts = " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
-    assert f"best fixed size (4L d32):\n{ratio:.2f}× its compute" in texts
+    assert numbers(texts, after="best fixed size")[0] == round(ratio, 2)   # "best fixed size (4L d32):\n1.43× its compute"
 
 
 def test_07_keeps_only_the_answer_and_13_holds_the_research(section7):
