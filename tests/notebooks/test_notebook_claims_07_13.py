@@ -52,11 +52,13 @@ def test_07_states_the_verdict_against_the_best_fixed_size_as_14_measured_it(sec
     env, best = load_lm_envelope(), lm_growth.best()
     assert env.envelope[1.0][0] == "4L d32"
     ratio = env.rescored[best.name]["vs_envelope"]
-    assert ratio > 1 and f"growing needs {ratio:.2f}× the compute" in section7
-    assert "a fixed 4-layer model of width 32" in section7 and "growing did not pay on either task" in section7
+    assert ratio > 1
+    # "a fixed 4-layer model of width 32 reaches the grown model's loss with less compute, and against it
+    # growing needs 1.43× the compute"; "growing did not pay on either task"
+    assert numbers(section7, after="a fixed")[:3] == [4, 32, round(ratio, 2)] and "did not pay" in section7
     fig = plot_growth_verdict(envelope=env)
     texts = " ".join(t.get_text() for t in fig.findobj(lambda a: hasattr(a, "get_text")))
-    assert f"best fixed size (4L d32):\n{ratio:.2f}× its compute" in texts
+    assert numbers(texts, after="best fixed size")[0] == round(ratio, 2)   # "best fixed size (4L d32):\n1.43× its compute"
 
 
 def test_07_keeps_only_the_answer_and_13_holds_the_research(section7):
@@ -80,7 +82,8 @@ def test_13_what_it_means_sentences(growth, lm_growth, report):
     assert numbers(report, after="tiny shift model got")[0] == round(100 * tiny.metadata["val"]["char_accuracy"])
     recipe = load_recipe_growth()
     grows = [r for r in recipe.runs if r.arm != "from scratch"]
-    ratios = [r.reach["exact match ≥ 99 %"][1] for r in grows]
+    (reach_99,) = [k for k in grows[0].reach if numbers(k) == [99]]   # "exact match ≥ 99 %"
+    ratios = [r.reach[reach_99][1] for r in grows]
     assert numbers(report, after="a draw: it needed")[:3] == [round(min(ratios), 2), round(max(ratios), 2), 99]
     for seed in recipe.seeds:  # "and ended with a worse loss"
         scratch_run = recipe.run("from scratch", seed)
@@ -172,7 +175,7 @@ def test_07_what_the_missing_half_costs():
     base, head, ffn, every = loss(exact), loss(doubled("head")), loss(doubled("FFN")), loss(doubled("all"))
     assert 1.85 < every - base < 2 and "almost two nats" in text
     assert numbers(text, after="almost two nats")[1:3] == [round(head - base, 1), round(ffn - base, 1)]
-    assert numbers(text, after="starts at a held-out loss")[:2] == [round(every, 2), round(base, 2)]
+    assert numbers(text, after="starts at a held-out")[:2] == [round(every, 2), round(base, 2)]
     assert abs(base - loss(tiny)) < 1e-3  # the exact widening keeps the tiny model's loss
 
 
@@ -197,7 +200,7 @@ def test_13s_summary_gives_the_best_arms_ratio_against_the_envelope(report):
     from minitf.experiments.results import load_lm_envelope
     env = load_lm_envelope()
     best = env.rescored["deepen 2→4, τ=0.8"]
-    into = env.into_best["deepen 2→4 of d32, τ=0.8"]
+    (into,) = [a for name, a in env.into_best.items() if name.startswith("deepen") and name.endswith("τ=0.8")]
     size, _ = env.envelope[1.0]
     assert size == "4L d32"
     # "the best arm needs 1.43× …: a 4-layer model of width 32 …; growing into that best size (2 → 4

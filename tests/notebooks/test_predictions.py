@@ -61,7 +61,7 @@ def test_each_prediction_is_run_by_the_learner_then_revealed(path):
 def test_every_try_this_says_what_to_expect(path):
     for i, text, _ in prompts(path, "Try this"):
         paragraph = text[text.index("Try this"):].split("\n\n")[0]
-        assert re.search(r"\b(expect|you should see|you will see|you'll see|should)\b", paragraph, re.I), \
+        assert re.search(r"\b(expect|should|you('ll| will) see)\b", paragraph, re.I), \
             f"{path.name}, markdown cell {i}: the try-this does not say what to expect:\n{paragraph}"
 
 
@@ -77,17 +77,17 @@ def test_an_answer_in_sight_is_caught():
         return {"cell_type": "code", "metadata": meta, "source": [text],
                 "outputs": [{"output_type": "stream", "name": "stdout", "text": [out]}]}
 
-    reveal = md("<details><summary>Answer</summary>\n\n**(1, 11, 256)**: one row per position\n\n</details>")
-    good = [md("**Predict, then run.** What shape?"), code("print(x.shape)", "the shape:\n(1, 11, 256)\n"), reveal]
+    reveal = md("<details><summary>Answer</summary>\n\n**(1, 11, 256)**</details>")
+    good = [md("**Predict, then run.** Shape?"), code("print(x.shape)", "shape:\n(1, 11, 256)\n"), reveal]
     (r,) = regions(good)
     assert r.key == "(1, 11, 256)" and visible_answers(good, r) == []
     first_line = [good[0], code("print(x.shape)", "(1, 11, 256)\n"), reveal]
     assert "first line" in visible_answers(first_line, regions(first_line)[0])[0]
-    shown = [good[0], code("print(x.shape)", "the shape:\n(1, 11, 256)\n", hidden=False), reveal]
-    assert visible_answers(shown, regions(shown)[0]) == ["the output of cell 1 shows it"]
-    told = [good[0], good[1], md(reveal["source"][0] + "\nSo the shape is (1, 11, 256).")]
+    shown = [good[0], code("print(x.shape)", "shape:\n(1, 11, 256)\n", hidden=False), reveal]
+    assert "cell 1" in visible_answers(shown, regions(shown)[0])[0]
+    told = [good[0], good[1], md(reveal["source"][0] + "\nSo: (1, 11, 256).")]
     assert "outside the <details>" in visible_answers(told, regions(told)[0])[0]
-    no_reveal = [good[0], good[1], md("The shape is (1, 11, 256).")]
+    no_reveal = [good[0], good[1], md("Shape: (1, 11, 256).")]
     assert "is not a reveal" in regions(no_reveal)[0].problems[0]
 
 
@@ -96,16 +96,16 @@ def test_an_answer_in_sight_is_caught():
 # assert), nor in the first line of a collapsed output (JupyterLab shows it), nor in the markdown
 # right after the run outside a <details> reveal; and that markdown opens with the reveal.
 ANSWERS = {  # notebook: [(words of the prompt, texts that give its answer away)]
-    "05_training_base64_pairs": [("where will its held-out loss land", ["4.35", "b''", "unigram baseline"]),
-                                 ("how far back must the row that writes output byte 7", ["[12]", "12 back"]),
+    "05_training_base64_pairs": [("held-out loss land", ["4.35", "b''", "unigram baseline"]),
+                                 ("writes output byte 7", ["[12]", "12 back"]),
                                  ("Which climbs first", ["Looking comes first", "first, then"])],
-    "11_how_small": [("Is the distance the same?", ["different from\npair to pair", "No: the distance"]),
-                     ("How many steps will your numbering need", ["100 steps", "only about 100"])],
-    "08_assemble_your_model": [("Will the two models' logits be *exactly* equal",
+    "11_how_small": [("the distance the same", ["from\npair to pair", "No: the distance"]),
+                     ("your numbering need", ["100 steps", "only about 100"])],
+    "08_assemble_your_model": [("*exactly* equal",
                                 ["✓", "computes minitf's logits", "within 1e-09", "Equal up to rounding", "not exactly"]),
-                               ("Which will it write", ["follows the number", "The byte for input k + 1"])],
-    "09_language_model": [("will 160 greedy bytes", ["loops", "the straight of the straight", "Worse"]),
-                          ("Will the cached and the uncached", ["✓", "All the same", "The same, both times", ": True"])],
+                               ("Which will it write", ["follows the number", "The byte for input"])],
+    "09_language_model": [("160 greedy bytes", ["loops", "straight of the straight", "Worse"]),
+                          ("and the uncached", ["✓", "All the same", "The same, both times", ": True"])],
 }
 
 
