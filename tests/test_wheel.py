@@ -78,7 +78,12 @@ for name, module in sorted(sys.modules.items()):
     for attr, fn in sorted(vars(module).items()):
         if attr.startswith("load_") and inspect.isfunction(fn) and fn.__module__ == name:
             result = fn()
-            seen = {"type": type(result).__name__, "text": len(result.table())}
+            if isinstance(result, tuple):  # a stored model and the tokenizer it reads (load_bpe_model)
+                model, tokenizer = result
+                works = tokenizer.decode(tokenizer.encode(b"To be")) == b"To be"
+                seen = {"type": "model", "text": minitf.count_parameters(model) if works else 0}
+            else:
+                seen = {"type": type(result).__name__, "text": len(result.table())}
             if hasattr(result, "start_model"):
                 model = result.start_model()
                 seen["start_model"] = {"path": str(result.start_model_path),
