@@ -39,3 +39,13 @@ def test_the_docs_state_what_each_run_reached():
     loads = [x for r in RUNS for x in r["load_before"][:1]]
     assert f"load average {min(loads)}–{max(loads)} before each run" in text
     assert max(abs(r["wall_s"] - 600) for r in RUNS) <= 0.03 * 600 and "within 3 % of the 600 s" in text
+
+
+def test_the_docs_compare_the_runs_as_the_stored_numbers_do():
+    """"The 2-thread run's 1.4586 is within the fixed-step recipe's three seeds above (1.455–1.475) …;
+    one thread … ends 0.10 nats higher": both follow from the stored runs."""
+    text = " ".join((ROOT / "docs" / "recipes.md").read_text().split())
+    two, one = (next(r for r in RUNS if r["threads"] == n) for n in (2, 1))
+    assert f"The 2-thread run's {two['val_loss']:.4f} is within" in text and 1.455 <= two["val_loss"] <= 1.475
+    assert f"ends {one['val_loss'] - two['val_loss']:.2f} nats higher" in text
+
