@@ -237,18 +237,20 @@ def iter_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: i
     return draw()
 
 
-def make_splits(task: str, n_train: int, n_val: int, seed: int = 0, *, max_len: int = 12,
-                repeats: float = 0.0, val_repeats: float = 0.0) -> tuple[list[Pair], list[Pair]]:
+def make_splits(task: str, n_train: int, n_val: int, seed: int = 0, *, min_len: int = 1,
+                max_len: int = 12, repeats: float = 0.0,
+                val_repeats: float = 0.0) -> tuple[list[Pair], list[Pair]]:
     """Training pairs (data seed seed+1000) and held-out pairs (seed+2000) none of whose inputs
     occur in training: the data `python -m minitf train --task … --seed S` trains and validates on.
 
     `repeats` is the fraction of training inputs with repeated bytes, `val_repeats` that of the
     held-out inputs (default 0: uniform random text). A pairs file of one's own holds out part of
     itself instead (`train --train FILE` without `--val`: minitf.cli.settings.hold_out).
+    min_len = max_len gives inputs of one length: the byte to copy then sits a fixed distance back.
     """
-    train = make_pairs(task, n_train, seed + 1000, max_len=max_len, repeats=repeats)
-    val = make_pairs(task, n_val, seed + 2000, max_len=max_len, exclude=[p.input for p in train],
-                     repeats=val_repeats)
+    train = make_pairs(task, n_train, seed + 1000, min_len=min_len, max_len=max_len, repeats=repeats)
+    val = make_pairs(task, n_val, seed + 2000, min_len=min_len, max_len=max_len,
+                     exclude=[p.input for p in train], repeats=val_repeats)
     return train, val
 
 
