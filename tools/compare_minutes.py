@@ -6,6 +6,7 @@ under the time model of tools/course_map.py.
     python tools/compare_minutes.py 2b28c5b nb0304     # against another commit or branch
     python tools/compare_minutes.py main ../wt/nb0304  # against another checkout's notebooks, uncommitted
     python tools/compare_minutes.py --fit 2b28c5b      # the calibration: the retry share fitted there
+    python tools/compare_minutes.py --budget main      # the main path's parts against its 6 hours
 
 A side is the working tree, a git revision or another checkout's folder: its notebooks and its
 `make bench` run times (bench/results/bench_notebooks.json) are read with `git show` or from that
@@ -153,13 +154,40 @@ def fit(side: Side) -> dict:
             "residual": course - target["whole course, every exercise"]}
 
 
+def budget(side: Side) -> str:
+    """The main path's time by part against its budget, and its required exercises in path order
+    with the minutes each would take out of the stated time if it became optional."""
+    parts = {"required": 0.0, "reading": 0.0, "code": 0.0, "figures": 0.0, "running": 0.0}
+    exercises = []
+    for stem, nb in sorted(side.notebooks.items()):
+        if course_map.track(stem) != "main path":
+            continue
+        m = course_map.minutes(Path(stem + ".ipynb"), side.seconds, notebook=nb)
+        for key in parts:
+            parts[key] += m[key]
+        exercises += [(stem[:2], t.name or "(census)", t.minutes) for t in course_map.tasks(nb) if not t.optional]
+    stated = sum(r["new"][0] for stem, r in rows(side).items() if course_map.track(stem) == "main path")
+    limit = course_map.MAIN_PATH_MINUTES_BUDGET
+    lines = [f"{side.name}: the main path states {stated} min ({course_map.in_hours(stated)}), budget {limit}: "
+             f"{stated - limit:+d} min",
+             "  parts (unrounded): " + ", ".join(f"{k} {v:.0f}" for k, v in parts.items()),
+             f"  without any prose it would state about {stated - parts['reading']:.0f} min",
+             "  required exercises in path order (stated min → min out of the time if optional):"]
+    lines += [f"    {number} {name:22} {m:3} → {m * (1 + course_map.RETRY_SHARE):5.1f}" for number, name, m in exercises]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("before", help="a git revision (commit or branch) or a checkout's folder")
     p.add_argument("after", nargs="?", default=WORKING_TREE,
                    help="a git revision or a checkout's folder; default: the working tree")
     p.add_argument("--fit", action="store_true", help="print the calibration fitted on BEFORE instead")
+    p.add_argument("--budget", action="store_true", help="print BEFORE's main path against its budget instead")
     args = p.parse_args(argv)
+    if args.budget:
+        print(budget(from_revision(args.before)))
+        return 0
     if args.fit:
         f = fit(from_revision(args.before))
         print(f"at {args.before}: the main path with every exercise is {f['main path before retries']:.1f} min "

@@ -42,7 +42,9 @@ the sum of its rows); tools/map_minutes.py writes them into the README and noteb
 A tool of the repository, not of the package: it reads the notebooks and `make bench`'s measured
 run times (bench/results/), which an installed minitf does not have.
 
-    python tools/course_map.py      # minutes per notebook and per track, counted
+    python tools/course_map.py                    # minutes per notebook and per track, counted
+    python tools/course_map.py --compare 2b28c5b  # that commit and the working tree, old model and new
+                                                  # (tools/compare_minutes.py; its --help says more)
 """
 from __future__ import annotations
 
@@ -266,7 +268,10 @@ def summary(folder: Path = NOTEBOOKS) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python tools/course_map.py
+if __name__ == "__main__":  # python tools/course_map.py [--compare REVISION [AFTER]]
+    if sys.argv[1:2] == ["--compare"]:
+        import compare_minutes  # tools/compare_minutes.py, which imports this module
+        sys.exit(compare_minutes.main(sys.argv[2:]))
     print(summary())
 
 

@@ -244,3 +244,14 @@ def test_the_before_after_table_counts_each_side(tmp_path):
     assert next(l for l in table.splitlines() if l.startswith("| `02_y`")).startswith("| `02_y` | 0 → 276 | 0 → 7 | — → 1/1 |")
     totals = compare_minutes.totals(compare_minutes.rows(b), "main path")
     assert (totals["words"], totals["cells"], totals["required"], totals["optional"]) == (552, 12, 2, 1)
+
+
+def test_the_budget_lists_the_main_paths_parts_and_its_required_exercises(tmp_path):
+    (tmp_path / "01_x.ipynb").write_text(json.dumps(made_up_notebook()))
+    (tmp_path / "10_y.ipynb").write_text(json.dumps(made_up_notebook(required=50)))  # an extra: not listed
+    side = compare_minutes.from_folder(tmp_path, {}, "made up")
+    text = compare_minutes.budget(side)
+    stated = compare_minutes.rows(side)["01_x"]["new"][0]
+    assert text.splitlines()[0] == (f"made up: the main path states {stated} min ({course_map.in_hours(stated)}), "
+                                    f"budget 360: {stated - 360:+d} min")
+    assert [line.split()[:3] for line in text.splitlines()[4:]] == [["01", "one", "10"]]
