@@ -32,7 +32,11 @@ minutes of stated exercises and 0.8 min of run time: 641 min before any retry, s
 11 h leave 19 min, `RETRY_SHARE` = 19 / 330 = 0.06 (residual 0 at the one point fitted; the
 reviewer's range 9–13 h would give any share from 0 to 0.42). The check: the same model gives the
 whole course at 2b28c5b (15 notebooks) 849 minutes, 14 h 9 min, where the reviewer estimated about
-15 h: a residual of −51 min (−6 %). `python tools/compare_minutes.py 2b28c5b` recomputes both.
+15 h: a residual of −51 min (−6 %). `python tools/compare_minutes.py --fit 2b28c5b` recomputes both.
+Other rates refit to other shares but state nearly the same required path: with prose at 138–238
+words a minute and code at 8 lines a minute or not counted at all, the share comes out 0.06–0.64, the
+whole-course check −51 to −100 min (these published rates check best), and the main path at 872d839
+states 505–570 min (570 here).
 
 An optional exercise (its heading says "(optional)") is not in a notebook's time: the maps show its
 minutes beside it ("+N optional"), so the time a track states is the time its required work takes.
