@@ -7,6 +7,8 @@ under the time model of tools/course_map.py.
     python tools/compare_minutes.py main ../wt/nb0304  # against another checkout's notebooks, uncommitted
     python tools/compare_minutes.py --fit 2b28c5b      # the calibration: the retry share fitted there
     python tools/compare_minutes.py --budget main      # the main path's parts against its 6 hours
+    python tools/compare_minutes.py 2b28c5b main --with ../wt/nb0002 ../wt/nb0304
+                                   # main with each checkout's changed notebooks laid over it (a merge's count)
 
 A side is the working tree, a git revision or another checkout's folder: its notebooks and its
 `make bench` run times (bench/results/bench_notebooks.json) are read with `git show` or from that
@@ -79,6 +81,20 @@ def from_revision(revision: str) -> Side:
     except SystemExit:
         pass  # never measured at that revision: run time 0
     return Side(revision, books, seconds)
+
+
+def overlaid(base: Side, checkouts: list[str]) -> Side:
+    """`base` with each checkout's notebooks that differ from base's laid over it, as a merge of those
+    branches would have them; two checkouts that change the same notebook are refused, by name."""
+    books, changed_by = dict(base.notebooks), {}
+    for checkout in checkouts:
+        for stem, nb in from_revision(checkout).notebooks.items():
+            if nb == base.notebooks.get(stem):
+                continue
+            if stem in changed_by:
+                raise SystemExit(f"{stem}: changed by both {changed_by[stem]} and {checkout}; compare them apart")
+            changed_by[stem], books[stem] = checkout, nb
+    return Side(f"{base.name} with " + ", ".join(checkouts), books, base.seconds)
 
 
 def row(stem: str, nb: dict, seconds: dict[str, float]) -> dict:
@@ -183,10 +199,15 @@ def main(argv=None) -> int:
     p.add_argument("after", nargs="?", default=WORKING_TREE,
                    help="a git revision or a checkout's folder; default: the working tree")
     p.add_argument("--fit", action="store_true", help="print the calibration fitted on BEFORE instead")
-    p.add_argument("--budget", action="store_true", help="print BEFORE's main path against its budget instead")
+    p.add_argument("--budget", action="store_true", help="print the main path against its budget instead "
+                   "(AFTER's, BEFORE's where AFTER is not given)")
+    p.add_argument("--with", dest="checkouts", nargs="+", default=[], metavar="CHECKOUT",
+                   help="lay each checkout's (or revision's) changed notebooks over AFTER's")
     args = p.parse_args(argv)
+    after_given = args.after != WORKING_TREE or args.checkouts
+    after = overlaid(from_revision(args.after), args.checkouts) if args.checkouts else None
     if args.budget:
-        print(budget(from_revision(args.before)))
+        print(budget(after or (from_revision(args.after) if after_given else from_revision(args.before))))
         return 0
     if args.fit:
         f = fit(from_revision(args.before))
@@ -198,7 +219,7 @@ def main(argv=None) -> int:
               f"{f['residual']:+.0f} min from the estimate of "
               f"{course_map.CALIBRATION['whole course, every exercise']}")
         return 0
-    print(compare(from_revision(args.before), from_revision(args.after)))
+    print(compare(from_revision(args.before), after or from_revision(args.after)))
     return 0
 
 

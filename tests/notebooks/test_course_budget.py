@@ -255,3 +255,17 @@ def test_the_budget_lists_the_main_paths_parts_and_its_required_exercises(tmp_pa
     assert text.splitlines()[0] == (f"made up: the main path states {stated} min ({course_map.in_hours(stated)}), "
                                     f"budget 360: {stated - 360:+d} min")
     assert [line.split()[:3] for line in text.splitlines()[4:]] == [["01", "one", "10"]]
+
+
+def test_checkouts_laid_over_a_base_count_as_their_merge_and_a_clash_is_named(tmp_path):
+    """Each checkout's changed notebooks replace the base's; two that change one notebook are refused."""
+    for folder, words in (("base", 100), ("a", 200), ("b", 100), ("c", 300)):
+        (tmp_path / folder / "notebooks").mkdir(parents=True)
+        (tmp_path / folder / "notebooks" / "01_x.ipynb").write_text(json.dumps(made_up_notebook(words=words)))
+        (tmp_path / folder / "notebooks" / "02_y.ipynb").write_text(
+            json.dumps(made_up_notebook(words=400 if folder == "b" else 100)))
+    base = compare_minutes.from_folder(tmp_path / "base" / "notebooks")
+    merged = compare_minutes.overlaid(base, [str(tmp_path / "a"), str(tmp_path / "b")])
+    assert {stem: r["words"] for stem, r in compare_minutes.rows(merged).items()} == {"01_x": 200, "02_y": 400}
+    with pytest.raises(SystemExit, match=r"01_x: changed by both .*a and .*c"):
+        compare_minutes.overlaid(base, [str(tmp_path / "a"), str(tmp_path / "c")])
