@@ -185,7 +185,7 @@ def test_the_browser_check_finds_what_it_compares():
     assert check.explorer_calls(nb("02_rope.ipynb")) == []  # a RopeExplorer is not an Explorer
     checkable = [c for p in NOTEBOOKS for c in check.explorer_calls(json.loads(p.read_text())) if c]
     assert len(checkable) >= 1
-    assert len(check.stored_pngs(nb("03_attention.ipynb"))) == 5
+    assert len(check.stored_pngs(nb("03_attention.ipynb"))) == 4
     assert check.has_math(nb("03_attention.ipynb")) and not check.has_math(nb("10_lightning.ipynb"))
 
 
