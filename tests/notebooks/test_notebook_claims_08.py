@@ -83,3 +83,18 @@ def test_the_models_answer_on_other_lengths_is_what_the_reveal_says(tmp_path, mo
         _, held_out = minitf.data.make_splits("shift", 10, 200, min_len=length, max_len=length,
                                               repeats=0.33, val_repeats=0.33)
         assert minitf.evaluate(model, held_out)["exact_match"] == 0, length
+
+
+def test_the_pieces_table_is_behind_a_click_and_the_summary_counts_it():
+    """Section 8 shows the checks and one line counting whose each piece is; the table of pieces
+    is in the HTML output's <details> (what JupyterLab shows), whole in the plain text."""
+    from support import cells, code_cell
+    cell = code_cell(cells(NOTEBOOK), containing="pieces = minitf.training_parts.your_pieces(config)")
+    data = next(o["data"] for o in cell["outputs"] if "data" in o)
+    html, plain = "".join(data["text/html"]), "".join(data["text/plain"])
+    shown, hidden = html.split("<details>", 1)
+    assert "embed " not in shown and "reference solution (you have not saved one yet)" in hidden
+    count = re.search(r"your (\d+) pieces: (\d+) yours, (\d+) reference solutions \(not written yet\), "
+                      r"(\d+) minitf&#x27;s own \(optional, not written\)", shown)
+    table = [line for line in plain.split("\n\n", 1)[1].splitlines() if line and not line.startswith("the ")]
+    assert count and int(count.group(1)) == len(table) == sum(int(n) for n in count.groups()[1:]), (count, table)
