@@ -663,7 +663,7 @@ def _untied_init(self, config):
 
 def _forward_without_final_norm(self, ids):
     h = self.embed(ids)
-    cos, sin = minitf.rope_angles(self.blocks[0].attn.inv_freq, ids.size(1), positions=self.positions(ids))
+    cos, sin = minitf.rope_angles(self.blocks[0].attn.inv_freq, ids.size(1))
     for block in self.blocks:
         h, _ = block(h, cos, sin)
     return self.head(h)
@@ -728,7 +728,7 @@ def test_a_passed_class_is_saved_with_its_helpers_and_the_learners_file_builds_m
     assert text.index("def my_attention(") < text.index("class MyAttention") < text.index("class MyTransformer") \
         < text.index("def my_train_step(")
     config = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
-                           rope_base=20.0, position_ids="coupled", tie_embeddings=True)
+                           rope_base=20.0, tie_embeddings=True)
     torch.manual_seed(1)
     yours = learner_file.my_model(config)
     torch.manual_seed(1)
