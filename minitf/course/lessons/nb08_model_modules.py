@@ -17,8 +17,8 @@ from ..module_checks import drive_module, minitf_module
 from .nb02_rope import my_apply_rope
 from .nb03_attention import _mha_slips, my_multi_head_attention
 from .nb04_ffn_block import _block_slips, my_block, my_feed_forward, my_layer_norm
-from .nb05_batches import my_position_ids
 from .nb08_model_forward import _forward_cases, _forward_slips
+from .nb11_coupled_ids import my_position_ids
 
 
 def _configured(module: nn.Module, config: Config) -> nn.Module:
