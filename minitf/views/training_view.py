@@ -25,6 +25,7 @@ minitf.views.pictures), and the view shows as a picture where no widget can run.
 from __future__ import annotations
 
 from html import escape
+from types import SimpleNamespace
 
 import torch
 
@@ -95,10 +96,13 @@ class TrainingView(ShowsPicture):
                             eval_every=every, progress=False)
         self.probe = held_out[:probe]
         self.baselines = baselines or baseline_losses(held_out, train_pairs)
-        self.numbering = W.Dropdown(options=[(label, key) for key, label in NUMBERINGS.items()],
-                                    value=config.positions.position_ids, description="position ids",
-                                    style={"description_width": "initial"},
-                                    layout=W.Layout(width="auto"))
+        if compare_numbering:
+            self.numbering = W.Dropdown(options=[(label, key) for key, label in NUMBERINGS.items()],
+                                        value=config.positions.position_ids, description="position ids",
+                                        style={"description_width": "initial"},
+                                        layout=W.Layout(width="auto"))
+        else:  # the config's numbering, with no control (and no widget saved with the notebook)
+            self.numbering = SimpleNamespace(value=config.positions.position_ids)
         self.button = W.Button(description="train again", icon="play",
                                tooltip="train a fresh model from the same start and watch it learn")
         self.button.on_click(lambda _: self.train())
