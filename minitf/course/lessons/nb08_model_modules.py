@@ -18,7 +18,6 @@ from .nb02_rope import my_apply_rope
 from .nb03_attention import _mha_slips, my_multi_head_attention
 from .nb04_ffn_block import _block_slips, my_block, my_feed_forward, my_layer_norm
 from .nb08_model_forward import _forward_cases, _forward_slips
-from .nb11_coupled_ids import my_position_ids
 
 # notebook 08's model: one pre-norm layer 8 wide, positions numbered 0, 1, 2, … (the usual way), the
 # head tied to the embedding
