@@ -259,7 +259,7 @@ def judge_byte_circle(E) -> str:
             f"{float((E[list(PRINTABLE)].double().norm(dim=-1) - 1).abs().max()):.1g} away from 1. Build "
             "it in float64: torch.zeros(256, 4, dtype=torch.float64) (torch.zeros alone is float32)",
             ("_table_dtype",))
-    E = torch.as_tensor(E, dtype=torch.float64)
+    E = _returned(E, "the (256, 4) table")
     if E.shape != (256, 4):
         return _fail(f"your byte_circle({k}) has shape {tuple(E.shape)}; the table is (256, 4): one row per byte")
     for b in (TAB, EOS):
@@ -298,6 +298,18 @@ def _fail(message: str):
     raise ExerciseError(message, ("wrong_job",))
 
 
+def _returned(value, what: str):
+    """A piece's result, refused in words when it is not a number or a tensor (a missing `return`)."""
+    if value is None:
+        raise ExerciseError(f"your function returned None: it must return {what} (is a `return` missing?)",
+                            ("returned_none",))
+    try:
+        return torch.as_tensor(value, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise ExerciseError(f"your function returned a {type(value).__name__}: it must return {what}",
+                            ("wrong_type",)) from None
+
+
 def _scores(b_q: torch.Tensor, n: HandSet, offsets) -> torch.Tensor:
     """A byte key's score against the query, for each relative id Δ (key's id − query's id)."""
     m = 30  # any query id: only Δ matters
@@ -320,7 +332,7 @@ def judge_query(b_q) -> str:
     """query(S, ω) → (4,): a byte key at relative id Δ scores S·cos(ω(Δ − 1)), highest at Δ = +1,
     and pair 2 reads the end-of-output channel as (√S, 0)."""
     n = HandSet()
-    b_q = torch.as_tensor(b_q, dtype=torch.float64)
+    b_q = _returned(b_q, "the (4,) query")
     if b_q.shape != (4,):
         return _fail(f"your query has shape {tuple(b_q.shape)}; it is one vector of head_dim 4")
     offsets = list(range(-n.longest, n.longest + 1))
@@ -346,7 +358,7 @@ def judge_tab_score(B) -> str:
     """tab_score(S, ω) → B: below the source byte's S, above every other byte's S·cos ω, with room
     on both sides (the softmax must pick one clearly)."""
     n = HandSet()
-    B, S, neighbour = float(B), n.S, n.S * math.cos(n.omega)
+    B, S, neighbour = float(_returned(B, "the number B")), n.S, n.S * math.cos(n.omega)
     gap = S - neighbour
     if B >= S:
         return _fail(f"B = {B:,.1f} is at least the source byte's score S = {S:,.0f}: TAB would win "
@@ -363,7 +375,7 @@ def judge_tab_score(B) -> str:
 def judge_value_rotation(W) -> str:
     """value_rotation(k) → W_V (4, 4): byte b's code becomes b + 1's, T stays."""
     n = HandSet()
-    W = torch.as_tensor(W, dtype=torch.float64)
+    W = _returned(W, "W_V, a (4, 4) tensor")
     if W.shape != (4, 4):
         return _fail(f"your W_V has shape {tuple(W.shape)}; it maps a (4,) code to a (4,) code")
     E = byte_circle(n)
