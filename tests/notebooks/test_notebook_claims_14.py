@@ -5,6 +5,7 @@ import statistics as st
 import pytest
 import torch
 
+import minitf
 from support import ROOT, cells, joined, markdown, numbers, printed
 from minitf import Config, Transformer, count_parameters
 from minitf.experiments.results import load_lm_envelope, load_lm_fast
@@ -197,3 +198,25 @@ def test_the_introduction_counts_the_questions_it_lists():
     listed = [line for line in intro if line[:3] in ("1. ", "2. ", "3. ", "4. ", "5. ")]
     words = {2: "two", 3: "three", 4: "four", 5: "five"}
     assert f"asks {words[len(listed)]}\nquestions" in text or f"asks {words[len(listed)]} questions" in text
+
+
+def test_the_shipped_lm_passes_nanogpts_cpu_mark_by_step_500():
+    """The introduction: notebook 09's model "passes the mark … (1.89 nats per byte …) by step 500 of
+    its 3,000", read from the curve lm.pt recorded (every 250 steps), with a margin on both sides that
+    a last-bit change of float32 cannot cross."""
+    lm = minitf.load(ROOT / "data" / "checkpoints" / "lm.pt")
+    curve = {v["step"]: v["loss"] for v in lm.metadata["val_curve"]}
+    first = min(step for step, loss in curve.items() if loss <= 1.89)
+    assert first == 500 and curve[500] < 1.89 - 0.01 and curve[250] > 1.89 + 0.05
+    assert lm.metadata["steps"] == 3000
+    assert numbers(markdown(NOTEBOOK), after="by step")[:2] == [500, 3000]
+
+
+def test_two_cpu_cores_do_about_a_hundredth_of_nanogpts_gpu_arithmetic():
+    """Section 5: nanoGPT's GPU run (10.7 M parameters, 5,000 steps of 64 windows of 256) against the
+    recipe's ten minutes of two cores (about 5·10¹³ FLOPs, bench/lm_best_sweep.py's budget): "roughly
+    a hundredth of that arithmetic"."""
+    nanogpt = 6 * 10.65e6 * 5000 * 64 * 256
+    assert 80 < nanogpt / 5e13 < 125
+    text = markdown(NOTEBOOK)
+    assert "(10.7 M parameters)" in text and "5,000 steps of 64 windows" in text and "a hundredth" in text
