@@ -1,20 +1,28 @@
-"""A long table one click away: where a notebook shows a figure and a sentence, the table they rest
-on is printed collapsed, as the course's Markdown reveals are (a `<details>` block). Its text is the
-table itself, so a test reads it and a frontend without HTML shows it whole."""
+"""A long printed table behind a click. The figure above it says what the numbers show; the table
+is there for a reader who wants every number, collapsed like a hint so it does not crowd the page.
+
+    table_reveal(results.table())        # last line of a cell: "▸ The table", click to open
+
+Its plain-text form (what a terminal, nbval or a test reads) is the table itself.
+"""
 from __future__ import annotations
 
-from html import escape
+import html
 
 
 class Reveal:
-    """`text` (a table, printed as is) behind a click whose label is `summary`."""
+    """`text` (a table, printed as is) behind a click whose label is `summary`: Jupyter shows a
+    collapsed `<details>` block holding the text as preformatted, like the course's Markdown reveals."""
 
     def __init__(self, text, summary: str = "The table"):
         self.text, self.summary = str(text), summary
 
     def _repr_html_(self) -> str:
-        return (f"<details><summary>{escape(self.summary)}</summary>"
-                f"<pre>{escape(self.text)}</pre></details>")
+        return (f"<details><summary>{html.escape(self.summary)}</summary>"
+                f"<pre>{html.escape(self.text)}</pre></details>")
 
     def __repr__(self) -> str:
         return self.text
+
+
+table_reveal = Reveal  # the call 12-14 end a cell with
