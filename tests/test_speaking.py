@@ -294,6 +294,27 @@ def test_your_checked_parts_puts_the_reference_in_a_broken_saved_pieces_place(lm
         minitf.generate_text(copy.deepcopy(lm).double(), PROMPT, 30, greedy=True)
 
 
+def test_your_language_model_says_in_one_sentence_whose_pieces_run(lm, window, tmp_path, monkeypatch, capsys):
+    """09's one call: lm's weights in the model of your checked pieces, with your sampler and cached
+    step where they pass (else the reference), and one printed line saying so; a broken saved piece
+    adds the check that names it and its stand-in's row."""
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path / "my_parts"))
+    model = speaking.your_language_model(lm, sampler("times"), solutions.my_cached_attention)
+    said = capsys.readouterr().out.strip()
+    assert said.startswith("✓ your model computes minitf's logits") and len(said.splitlines()) == 1, said
+    assert "sampler: the reference solution (yours does not pass its check yet); cached step: yours" in said
+    assert model.next_byte_probs is exercises.EXERCISES["next_byte_probs"].solution
+    assert model.cached_attention is solutions.my_cached_attention
+    with torch.no_grad():
+        assert_close_float32(model(window), lm(window))
+    assert minitf.parts.save("block", block_without_residuals) is not None
+    speaking.your_language_model(lm)
+    said = capsys.readouterr().out
+    assert said.startswith("✗") and "broken piece: block" in said, said
+    assert said.rstrip().splitlines()[-1].split() == ["block", "reference", "solution", "(yours", "is", "broken:",
+                                                     "see", "the", "check", "above)"], said
+
+
 def test_a_model_without_rope_is_refused_by_the_speaking_model():
     with pytest.raises(ValueError, match="positional='rope'"):
         speaking_model(minitf.Config(positional="sinusoidal"), reference_parts())
