@@ -19,6 +19,7 @@ Every import statement counts, wherever it stands: `import minitf.x`, `from mini
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,10 +171,15 @@ def bench_in_code(code: str, filename: str = "<string>") -> list[str]:
 
 
 def graph(package_dir: Path = PACKAGE) -> list[Edge]:
+    return list(_graph(package_dir))
+
+
+@functools.cache  # the package does not change during a test session
+def _graph(package_dir: Path) -> tuple[Edge, ...]:
     files = package_modules(package_dir)
-    return [e for name, path in files.items()
-            for e in imports_of(name, path.read_text(encoding="utf-8"), set(files),
-                                is_package=path.name == "__init__.py", filename=str(path))]
+    return tuple(e for name, path in files.items()
+                 for e in imports_of(name, path.read_text(encoding="utf-8"), set(files),
+                                     is_package=path.name == "__init__.py", filename=str(path)))
 
 
 def find_cycle(edges: list[Edge]) -> list[str] | None:
