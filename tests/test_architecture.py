@@ -171,10 +171,14 @@ def bench_in_code(code: str, filename: str = "<string>") -> list[str]:
 
 
 def graph(package_dir: Path = PACKAGE) -> list[Edge]:
-    return list(_graph(package_dir))
+    return list(_package_graph() if package_dir == PACKAGE else _graph(package_dir))
 
 
-@functools.cache  # the package does not change during a test session
+@functools.cache  # minitf/ does not change during a test session (a planted copy may: not cached)
+def _package_graph() -> tuple[Edge, ...]:
+    return _graph(PACKAGE)
+
+
 def _graph(package_dir: Path) -> tuple[Edge, ...]:
     files = package_modules(package_dir)
     return tuple(e for name, path in files.items()
