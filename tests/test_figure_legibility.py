@@ -26,10 +26,6 @@ from minitf.views.pictures import SMALLEST_TEXT, png_text, smallest_text_px  # n
 COLUMN_PX = 850      # JupyterLab 4's notebook column in a 1,280-px window
 SMALLEST_PX = 9      # the smallest text a figure may show, as displayed
 
-# Notebooks whose stored figures predate the record (they were last run before minitf.notebook.setup()
-# wrote it). They are reported, not failed; empty this list once each has been re-executed.
-NOT_YET_RE_EXECUTED = []
-
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -66,23 +62,9 @@ def test_every_stored_figure_is_legible_as_displayed(path):
                  f"{r['smallest_shown_px']:.1f} px ({r['text']})"
                  for r in rows if r["smallest_shown_px"] is not None and r["smallest_shown_px"] < SMALLEST_PX]
     assert not illegible, f"{path.name}: text under {SMALLEST_PX} px as displayed:\n" + "\n".join(illegible)
-    if path.stem in NOT_YET_RE_EXECUTED:
-        if unrecorded:
-            pytest.skip(f"{path.name}: {len(unrecorded)} of {len(rows)} stored figures carry no text-size "
-                        "record yet (re-execute the notebook, then take it off NOT_YET_RE_EXECUTED)")
-        return
     assert not unrecorded, (f"{path.name}: cells {[r['cell'] for r in unrecorded]} store a PNG without its "
                             "smallest text's size: draw it with minitf (after minitf.notebook.setup(), "
                             "or views.pictures.figure_png) and re-execute")
-
-
-def test_the_list_of_notebooks_to_re_execute_is_current():
-    names = {p.stem for p in NOTEBOOKS}
-    assert set(NOT_YET_RE_EXECUTED) <= names
-    for stem in NOT_YET_RE_EXECUTED:
-        rows = table(ROOT / "notebooks" / f"{stem}.ipynb")
-        assert any(r["smallest_shown_px"] is None for r in rows), \
-            f"{stem}: every figure carries its record now: take it off NOT_YET_RE_EXECUTED"
 
 
 def test_the_display_size_follows_jupyterlab():
