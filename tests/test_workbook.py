@@ -359,8 +359,13 @@ def test_every_exercise_appears_in_its_notebook():
 
 
 @pytest.mark.parametrize("notebook, name, index", exercise_checks())
-def test_each_exercise_has_hints_and_the_reference_solution_after_it(notebook, name, index):
+def test_each_exercise_has_hints_and_its_solution_after_it_and_no_answer_before(notebook, name, index):
     cells = notebook_cells(notebook)
+    for cell in cells[:index]:
+        src = "".join(cell["source"])
+        assert not ("getsource" in src and name in src), \
+            f"{notebook}: minitf's {name} is printed before the exercise that asks for it"
+        assert "minitf.solutions" not in src, f"{notebook}: a solution is used before exercise {name}"
     # the cell contract is written once, in minitf.course.declaration.Exercise's docstring
     after = "\n".join("".join(c["source"]) for c in cells[index + 1:index + 1 + declaration.SOLUTION_WITHIN]
                       if c["cell_type"] == "markdown")
@@ -370,16 +375,6 @@ def test_each_exercise_has_hints_and_the_reference_solution_after_it(notebook, n
         f"{notebook}: the solution block of {name} differs from its declaration's solution in " \
         f"{workbook.EXERCISES[name].solution.__module__} (paste minitf.exercises.solution_markdown(name); " \
         "the cell contract: minitf.course.declaration.Exercise)"
-
-
-@pytest.mark.parametrize("notebook, name, index", exercise_checks())
-def test_no_reference_source_is_shown_before_its_exercise(notebook, name, index):
-    cells = notebook_cells(notebook)
-    for cell in cells[:index]:
-        src = "".join(cell["source"])
-        assert not ("getsource" in src and name in src), \
-            f"{notebook}: minitf's {name} is printed before the exercise that asks for it"
-        assert "minitf.solutions" not in src, f"{notebook}: a solution is used before exercise {name}"
 
 
 def test_a_stable_softmax_through_logsumexp_passes():
