@@ -2,8 +2,8 @@
 
 A fresh kernel spends most of its start importing torch, torch._dynamo (the first optimizer pulls
 it in), matplotlib, IPython and minitf: ~2.5 s of CPU for each of the 16 notebooks. With this
-plugin (`-p tests.kernel_fork`, passed by the Makefile's test targets) each pytest process that
-runs notebooks starts one *zygote*, a process that imports all that once and then waits. nbval's
+plugin (`-p tests.kernel_fork`, passed by the Makefile's test targets) a test run starts one
+*zygote*, a process that imports all that once and then waits. nbval's
 kernel command becomes this file's client, which asks the zygote to fork; the forked child becomes
 an ordinary ipykernel with the client's connection file, working directory, environment and
 standard streams, and fresh random seeds (a new process would draw them from the OS). Every
@@ -11,7 +11,8 @@ notebook still gets a kernel of its own, started from the same clean state: noth
 does reaches another.
 
 The zygote imports before forking and never computes, so no thread pool is running when it forks.
-The client falls back to starting a normal kernel (exec ipykernel) whenever the zygote is absent,
+One zygote serves a whole run: xdist's workers inherit its socket from the controller. The client
+falls back to starting a normal kernel (exec ipykernel) whenever the zygote is absent,
 failed, or was started under another environment than the kernel asks for: a variable such as
 ATEN_CPU_CAPABILITY or MINITF_PERTURB is read when torch or minitf is imported.
 
@@ -176,16 +177,15 @@ def client(connection_file: str) -> None:
 # --- the pytest plugin --------------------------------------------------------------------------------
 
 def pytest_configure(config) -> None:
-    """Start a zygote in a process that will run notebooks (not in xdist's controller)."""
-    if not getattr(config.option, "nbval", False) or os.environ.get(SOCKET_VARIABLE):
+    """Start one zygote for the run, in the first pytest process (xdist's controller, whose workers
+    inherit its socket), and point nbval's Python kernels at the client in every process."""
+    if not getattr(config.option, "nbval", False):
         return
-    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
-        return
-    folder = tempfile.mkdtemp(prefix="minitf-kernels-")
-    path = os.path.join(folder, "zygote")
-    process = subprocess.Popen([sys.executable, __file__, "zygote", path], stdin=subprocess.DEVNULL)
-    os.environ[SOCKET_VARIABLE] = path
-    config._minitf_zygote = process
+    if not os.environ.get(SOCKET_VARIABLE):
+        path = os.path.join(tempfile.mkdtemp(prefix="minitf-kernels-"), "zygote")
+        config._minitf_zygote = subprocess.Popen([sys.executable, __file__, "zygote", path],
+                                                 stdin=subprocess.DEVNULL)
+        os.environ[SOCKET_VARIABLE] = path
 
     import nbval.kernel
     command = [sys.executable, __file__, "-f", "{connection_file}"]
