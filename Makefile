@@ -39,7 +39,9 @@ PARALLEL ?= -n auto --dist loadscope --no-loadscope-reorder
 # `-p` loads it before nbval, which conftest.py cannot; it imports from the repository root (python -m).
 # PYTHONDONTWRITEBYTECODE (set on some machines, this project's among them) would stop pytest caching
 # its rewritten test files: every xdist worker then rewrites and compiles them all again, ~3.5 s each
-PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -p tests.fast_start
+# tests.kernel_fork forks each notebook's kernel from one process that has imported torch and
+# minitf already (~2 s less per notebook; tests/kernel_fork.py says how)
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -p tests.fast_start -p tests.kernel_fork
 
 # minitf's bytecode, compiled once before the run (0.03 s when up to date): otherwise each process
 # that imports minitf (every notebook's kernel, each xdist worker) compiles it again, ~0.2 s each,

@@ -7,7 +7,8 @@ empty folder of their own instead of the learner's.
 import os
 import tempfile
 
-os.environ["MINITF_MY_PARTS"] = tempfile.mkdtemp(prefix="minitf-my-parts-")
+# xdist's workers inherit the controller's folder: one environment for every kernel (tests/kernel_fork.py)
+os.environ.setdefault("MINITF_MY_PARTS", tempfile.mkdtemp(prefix="minitf-my-parts-"))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -225,3 +225,19 @@ def run_with_saved_pieces(notebook: str, pieces: dict[str, str], source: str, tm
     nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                             resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
     return outputs_text(nb.cells), nb.cells
+
+
+# --- a repository script (tools/, bench/, data/checkpoints/make.py) as a module -------------------------
+
+def script(path: str, name: str | None = None):
+    """ROOT/path loaded as a module (named `name`, else its stem), its folder on sys.path for its
+    own imports."""
+    import importlib.util
+    import sys
+    file = ROOT / path
+    if str(file.parent) not in sys.path:
+        sys.path.insert(0, str(file.parent))
+    spec = importlib.util.spec_from_file_location(name or file.stem, file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -5,22 +5,18 @@ expert formulation and a fast-path prototype; the comparison only means somethin
 compute the same logits and gradients from the same weights.
 """
 import copy
-import importlib.util
 
 import pytest
 import torch
 
 import minitf
 from minitf import Config, Transformer
-from support import ROOT
+from support import ROOT, script
 
 
 
 def load_bench_module(name):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script(f"bench/{name}.py", f"bench_{name}")
 
 
 ref = load_bench_module("reference_models")

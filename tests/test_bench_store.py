@@ -1,18 +1,14 @@
 """bench/store.py, the one resumable store of the bench studies: a done run is skipped, a changed
 spec runs again, a write never leaves half a file, and runs stored before the hash are recognised."""
 import importlib
-import importlib.util
 import json
 import sys
 
 import pytest
 
-from support import ROOT
+from support import ROOT, script
 
-sys.path.insert(0, str(ROOT / "bench"))
-spec = importlib.util.spec_from_file_location("store", ROOT / "bench" / "store.py")
-store_module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(store_module)
+store_module = script("bench/store.py")
 Store, spec_hash = store_module.Store, store_module.spec_hash
 
 

@@ -1,14 +1,11 @@
 """The real-browser check's own logic, without a browser: what it calls a failure, and how it says so."""
-import importlib.util
 import json
 
 import pytest
-from support import ROOT
+from support import script
 
 
-spec = importlib.util.spec_from_file_location("check_notebooks", ROOT / "tests/browser/check_notebooks.py")
-check = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(check)
+check = script("tests/browser/check_notebooks.py")
 
 
 def output(**kw):

@@ -171,3 +171,10 @@ def test_a_circle_whose_bytes_collide_or_do_not_step_evenly_is_named():
 def test_calling_the_construction_itself_is_refused():
     from minitf.course.by_hand import query
     assert "uses minitf.course.by_hand.query" in feedback("query", lambda S, omega: query(S, omega))
+
+
+@pytest.mark.parametrize("piece", ["byte_circle", "query", "tab_score", "value_rotation"])
+def test_a_piece_that_returns_nothing_is_told_so_in_words(piece, capsys):
+    minitf.exercise(piece, lambda *args: None)   # a forgotten `return`: no raw TypeError
+    said = capsys.readouterr().out
+    assert "returned None" in said and "`return`" in said

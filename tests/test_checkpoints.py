@@ -1,13 +1,11 @@
 """Every shipped checkpoint in data/checkpoints/ loads, says how it was made, and still reaches the
 validation metrics its metadata (and the README there) state."""
-import importlib.util
 import shlex
 
 import pytest
-import torch
 
 import minitf
-from support import ROOT
+from support import ROOT, script
 from minitf.cli import parser
 
 FOLDER = ROOT / "data" / "checkpoints"
@@ -20,10 +18,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.one_thread
 
 
 def maker():
-    spec = importlib.util.spec_from_file_location("make_checkpoints", FOLDER / "make.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script("data/checkpoints/make.py", "make_checkpoints")
 
 
 def test_every_recipe_has_its_checkpoint_and_vice_versa():

@@ -26,10 +26,6 @@ from minitf.views.pictures import SMALLEST_TEXT, png_text, smallest_text_px  # n
 COLUMN_PX = 850      # JupyterLab 4's notebook column in a 1,280-px window
 SMALLEST_PX = 9      # the smallest text a figure may show, as displayed
 
-# Notebooks whose stored figures predate the record (they were last run before minitf.notebook.setup()
-# wrote it). They are reported, not failed; empty this list once each has been re-executed.
-NOT_YET_RE_EXECUTED = []
-
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -66,23 +62,9 @@ def test_every_stored_figure_is_legible_as_displayed(path):
                  f"{r['smallest_shown_px']:.1f} px ({r['text']})"
                  for r in rows if r["smallest_shown_px"] is not None and r["smallest_shown_px"] < SMALLEST_PX]
     assert not illegible, f"{path.name}: text under {SMALLEST_PX} px as displayed:\n" + "\n".join(illegible)
-    if path.stem in NOT_YET_RE_EXECUTED:
-        if unrecorded:
-            pytest.skip(f"{path.name}: {len(unrecorded)} of {len(rows)} stored figures carry no text-size "
-                        "record yet (re-execute the notebook, then take it off NOT_YET_RE_EXECUTED)")
-        return
     assert not unrecorded, (f"{path.name}: cells {[r['cell'] for r in unrecorded]} store a PNG without its "
                             "smallest text's size: draw it with minitf (after minitf.notebook.setup(), "
                             "or views.pictures.figure_png) and re-execute")
-
-
-def test_the_list_of_notebooks_to_re_execute_is_current():
-    names = {p.stem for p in NOTEBOOKS}
-    assert set(NOT_YET_RE_EXECUTED) <= names
-    for stem in NOT_YET_RE_EXECUTED:
-        rows = table(ROOT / "notebooks" / f"{stem}.ipynb")
-        assert any(r["smallest_shown_px"] is None for r in rows), \
-            f"{stem}: every figure carries its record now: take it off NOT_YET_RE_EXECUTED"
 
 
 def test_the_display_size_follows_jupyterlab():
@@ -140,9 +122,7 @@ if __name__ == "__main__":
 # --- text tables: a printed table wider than the column wraps each row into two broken lines ---------
 
 COLUMN_CHARS = 111  # monospace characters of an output line in JupyterLab's column (see COLUMN_PX)
-# the notebooks whose printed tables are held to the column so far (the others still have some)
-TABLES_CHECKED = ["06_attention_heatmaps", "07_origami_expansion", "12_weights_by_hand", "13_growth_report",
-                  "14_faster_language_model"]
+TABLES_TOO_WIDE = {"05_training_base64_pairs"}  # the one notebook whose printed tables still wrap
 
 
 def table_rows(path):
@@ -156,9 +136,9 @@ def table_rows(path):
                     yield i, line
 
 
-@pytest.mark.parametrize("stem", TABLES_CHECKED)
-def test_printed_tables_fit_the_column(stem):
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem not in TABLES_TOO_WIDE], ids=lambda p: p.stem)
+def test_printed_tables_fit_the_column(path):
     wide = [f"cell {i}: {len(line)} characters: {line[:60]}…"
-            for i, line in table_rows(ROOT / "notebooks" / f"{stem}.ipynb") if len(line) > COLUMN_CHARS]
-    assert not wide, f"{stem}: table rows wider than the column ({COLUMN_CHARS} characters) wrap:\n" + \
+            for i, line in table_rows(path) if len(line) > COLUMN_CHARS]
+    assert not wide, f"{path.stem}: table rows wider than the column ({COLUMN_CHARS} characters) wrap:\n" + \
         "\n".join(wide)

@@ -1,16 +1,13 @@
 """`make lab`'s JupyterLab setting (tools/lab_settings.py): windowing mode `none`, as an override
 inside the virtual environment, read by JupyterLab's own settings code."""
-import importlib.util
 import json
 import re
 import sys
 from pathlib import Path
 
-from support import ROOT
+from support import ROOT, script
 
-spec = importlib.util.spec_from_file_location("lab_settings", ROOT / "tools" / "lab_settings.py")
-lab_settings = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(lab_settings)
+lab_settings = script("tools/lab_settings.py")
 
 SCHEMAS = Path(sys.prefix) / "share" / "jupyter" / "lab" / "schemas"
 

@@ -12,8 +12,6 @@ import tomllib
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import pytest
-
 from support import ROOT, cells
 
 PAGES = sorted([*ROOT.glob("*.md"), *ROOT.glob("docs/*.md")]) + [ROOT / "data" / "seed" / "README.md"]

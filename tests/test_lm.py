@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import minitf
-from support import ROOT
+from support import ROOT, script
 from minitf import Config, Transformer, generate_text, next_byte_probs
 from minitf.cli import main, parser
 from minitf.core.generate import continue_ids
@@ -204,11 +204,7 @@ def test_cli_names_the_problem_with_a_bad_text(tmp_path, capsys):
 # --- the shipped language model -------------------------------------------------------------------
 
 def maker_recipe(name):
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("make_checkpoints", ROOT / "data" / "checkpoints" / "make.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.RECIPES[name]
+    return script("data/checkpoints/make.py", "make_checkpoints").RECIPES[name]
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ import shlex
 import sys
 
 import pytest
-import torch
 
 import minitf
 from support import ROOT

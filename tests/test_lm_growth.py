@@ -1,9 +1,7 @@
 """Growth on the language model: FLOP accounting, the WSD schedule, deepen's moment growth, stacking,
 the exactness of each growth step with the optimizer carried, and bench/lm_growth.py end to end."""
-import importlib.util
 import json
 import math
-import sys
 
 import pytest
 import torch
@@ -13,7 +11,7 @@ from minitf import origami
 from minitf.core.flops import flops_per_token, non_embedding_parameters
 from minitf.core.text import random_windows
 from minitf.core.train import make_optimizer, train_step
-from support import ROOT, markdown
+from support import ROOT, markdown, script
 
 SMALL = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0,
                       max_len=16)
@@ -139,11 +137,7 @@ def test_widen_keeps_the_loss_within_rounding_with_the_optimizer_carried():
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("lm_growth", ROOT / "bench" / "lm_growth.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(ROOT / "bench"))
-    spec.loader.exec_module(module)
-    return module
+    return script("bench/lm_growth.py")
 
 
 def test_the_new_layers_learning_rate_rule_boosts_exactly_the_layers_deepen_added():

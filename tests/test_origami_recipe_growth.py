@@ -4,18 +4,14 @@ The benchmark compares growth with training from scratch; that only means someth
 step hands over the small model's function unchanged, to exactly the recipe's architecture, with
 Adam's moments carried over.
 """
-import importlib.util
 
 import pytest
 import torch
 
 from minitf import Transformer, make_batch, make_pairs, masked_loss, train
-from support import ROOT
+from support import script
 
-spec = importlib.util.spec_from_file_location("bench_origami_recipe_growth",
-                                              ROOT / "bench" / "origami_recipe_growth.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
+bench = script("bench/origami_recipe_growth.py", "bench_origami_recipe_growth")
 
 
 def trained(config, steps=5, seed=0):

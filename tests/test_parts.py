@@ -296,7 +296,8 @@ def test_with_every_piece_yours_the_model_is_yours_from_its_forward_down_and_com
 
 
 def test_check_yours_takes_the_reference_for_an_unwritten_piece_and_names_a_wrong_one(capsys):
-    """04's one call: each config compared, a piece not yet written replaced (and said so)."""
+    """04's one call: notebook 04's three layouts compared in one sentence, a piece not yet written
+    replaced by the reference (and named so); a piece that fails its check is replaced too."""
     import minitf
 
     def unwritten(x, w_up, b_up, w_down, b_down):
@@ -306,12 +307,21 @@ def test_check_yours_takes_the_reference_for_an_unwritten_piece_and_names_a_wron
         mean = x.mean(-1, keepdim=True)
         return (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
 
-    right = minitf.parts.check_yours({"LayerNorm": minitf.Config()}, feed_forward=unwritten)
-    assert right["LayerNorm"].ok
+    right = minitf.parts.check_yours(feed_forward=unwritten, block=minitf.solutions.my_block)
+    assert list(right) == ["LayerNorm", "RMSNorm", "Config.modern()"] and all(o.ok for o in right.values())
     shown = capsys.readouterr().out
-    assert "feed_forward    the reference solution" in shown and "LayerNorm: ✓" in shown
+    assert shown.count("\n") == 1 and shown.startswith("✓ Your block, with the reference solution for feed_forward")
+    assert "under LayerNorm, RMSNorm and Config.modern()" in shown
     minitf.parts.check_yours({"post": minitf.Config()}, layer_norm=unbiased_layer_norm)  # fails its check:
-    assert "layer_norm      the reference solution" in capsys.readouterr().out        # the reference is used
+    assert "reference solutions of layer_norm (none of yours" in capsys.readouterr().out  # the reference is used
+
+
+def test_check_yours_says_which_layout_fails_and_reports_it():
+    from minitf.course.parts import PartsCheck, _yours_sentence
+    good = PartsCheck(max_diff=0.0, broken={}, tolerance=1e-9)
+    bad = PartsCheck(max_diff=0.2, broken={"block": "alone it changes the logits by 0.2"}, tolerance=1e-9)
+    said = _yours_sentence({"block": True}, {"LayerNorm": good, "RMSNorm": bad})
+    assert said.startswith("✗ Your block does not compute minitf's logits under RMSNorm:")
 
 
 # every option of Config (each top-level field and each group's variant) at a value that is not its

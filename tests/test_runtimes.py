@@ -3,16 +3,13 @@
 tools/runtimes.py writes them from bench/results/bench_notebooks.json; a row off by
 more than 1.5x from its notebook's measured time fails here (run `make runtimes`, or `make bench`).
 """
-import importlib.util
 import json
 
 import pytest
 
-from support import ROOT, joined
+from support import ROOT, joined, script
 
-spec = importlib.util.spec_from_file_location("runtimes", ROOT / "tools" / "runtimes.py")
-runtimes = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(runtimes)
+runtimes = script("tools/runtimes.py")
 
 
 def notebook_00_text():

@@ -5,7 +5,6 @@ these tests read the HTML itself: nothing remote is loaded, every notebook has i
 stored picture, every relative link lands on a file of the site, no widget manager is needed.
 """
 import base64
-import importlib.util
 import json
 import re
 from html.parser import HTMLParser
@@ -14,14 +13,12 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from support import ROOT
+from support import ROOT, script
 
 # slow as a whole: each module builds something once (a wheel, the site, a fresh interpreter's view)
 pytestmark = pytest.mark.slow
 
-spec = importlib.util.spec_from_file_location("site_builder", ROOT / "tools" / "site.py")
-site = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(site)
+site = script("tools/site.py", "site_builder")
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
@@ -177,15 +174,13 @@ def test_the_build_reads_no_network(built):
 def test_the_browser_check_finds_what_it_compares():
     """tests/browser/check_site.py's notebook reading, without a browser: which Explorer it can
     recompute with minitf.trace (a plain checkpoint and text), each stored PNG, the math."""
-    spec = importlib.util.spec_from_file_location("check_site", ROOT / "tests" / "browser" / "check_site.py")
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
+    check = script("tests/browser/check_site.py")
     nb = lambda name: json.loads((ROOT / "notebooks" / name).read_text())
     assert check.explorer_calls(nb("01_embeddings.ipynb")) == [("../data/checkpoints/tiny.pt", "Hi\t")]
     assert check.explorer_calls(nb("02_rope.ipynb")) == []  # a RopeExplorer is not an Explorer
     checkable = [c for p in NOTEBOOKS for c in check.explorer_calls(json.loads(p.read_text())) if c]
     assert len(checkable) >= 1
-    assert len(check.stored_pngs(nb("03_attention.ipynb"))) == 5
+    assert len(check.stored_pngs(nb("03_attention.ipynb"))) == 4
     assert check.has_math(nb("03_attention.ipynb")) and not check.has_math(nb("10_lightning.ipynb"))
 
 

@@ -4,18 +4,15 @@ The copies change Markdown only (each `<details><summary>Solution</summary>…</
 line saying where it is); their code cells and outputs are the notebook's, so a copy runs like the
 notebook, and each exercise's check says the function "is not written yet".
 """
-import importlib.util
 import json
 import os
 
 import nbformat
 import pytest
 
-from support import ROOT
+from support import ROOT, script
 
-spec = importlib.util.spec_from_file_location("student", ROOT / "tools" / "student.py")
-student = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(student)
+student = script("tools/student.py")
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NOT_WRITTEN = "is not written yet"

@@ -26,6 +26,14 @@ def explorer():
     return RopeExplorer(q, k, head_dim=8, base=10000.0, max_pos=20, m=3, n=1)
 
 
+@pytest.fixture
+def unrendered(monkeypatch, explorer):
+    """The explorer for a test of the numbers it draws: its figures are built but not rendered
+    (the tests of the picture render them)."""
+    monkeypatch.setattr("minitf.views.rope_explorer.figure_png", lambda fig: b"")
+    return explorer
+
+
 def test_the_sliders_are_there_and_the_first_picture_is_drawn(explorer):
     import ipywidgets as W
 
@@ -37,42 +45,42 @@ def test_the_sliders_are_there_and_the_first_picture_is_drawn(explorer):
     assert explorer.out.outputs[0]["output_type"] == "display_data"
 
 
-def test_moving_a_slider_redraws_with_the_new_rotation(explorer):
-    explorer.query_pos.value = 7
-    s = explorer.state
-    assert explorer.redraws == 2 and len(explorer.out.outputs) == 1  # replaced, not appended
+def test_moving_a_slider_redraws_with_the_new_rotation(unrendered):
+    unrendered.query_pos.value = 7
+    s = unrendered.state
+    assert unrendered.redraws == 2 and len(unrendered.out.outputs) == 1  # replaced, not appended
     assert s["m"] == 7 and s["theta"] == 1.0  # pair 0 turns 1 rad per position
-    assert torch.allclose(s["q_rot"], rotate(explorer.q[0:2], 7 * 1.0), atol=1e-12)
-    assert torch.allclose(s["k_rot"], rotate(explorer.k[0:2], 1 * 1.0), atol=1e-12)
-    assert torch.allclose(s["q_rot"].norm(), explorer.q[0:2].norm(), atol=1e-12)
+    assert torch.allclose(s["q_rot"], rotate(unrendered.q[0:2], 7 * 1.0), atol=1e-12)
+    assert torch.allclose(s["k_rot"], rotate(unrendered.k[0:2], 1 * 1.0), atol=1e-12)
+    assert torch.allclose(s["q_rot"].norm(), unrendered.q[0:2].norm(), atol=1e-12)
     # the whole head's score, every pair rotated by hand
     thetas = [10000.0 ** (-2 * i / 8) for i in range(4)]
-    score = sum(rotate(explorer.q[2 * i:2 * i + 2], 7 * t) @ rotate(explorer.k[2 * i:2 * i + 2], t)
+    score = sum(rotate(unrendered.q[2 * i:2 * i + 2], 7 * t) @ rotate(unrendered.k[2 * i:2 * i + 2], t)
                 for i, t in enumerate(thetas))
     assert s["score"] == pytest.approx(float(score), abs=1e-12)
     # the curve is drawn against m − n and passes through the marked point
     assert s["curve"][s["offsets"].tolist().index(7 - 1)].item() == pytest.approx(s["score"], abs=1e-12)
 
 
-def test_the_score_depends_on_the_offset_only(explorer):
-    explorer.query_pos.value, explorer.key_pos.value = 9, 4
-    first = explorer.state["score"]
-    explorer.query_pos.value, explorer.key_pos.value = 17, 12
-    assert explorer.state["score"] == pytest.approx(first, abs=1e-12)
-    explorer.key_pos.value = 13
-    assert explorer.state["score"] != pytest.approx(first, abs=1e-3)
+def test_the_score_depends_on_the_offset_only(unrendered):
+    unrendered.query_pos.value, unrendered.key_pos.value = 9, 4
+    first = unrendered.state["score"]
+    unrendered.query_pos.value, unrendered.key_pos.value = 17, 12
+    assert unrendered.state["score"] == pytest.approx(first, abs=1e-12)
+    unrendered.key_pos.value = 13
+    assert unrendered.state["score"] != pytest.approx(first, abs=1e-3)
 
 
-def test_base_and_pair_sliders_change_what_is_drawn(explorer):
-    explorer.pair.value = 2
-    assert torch.equal(explorer.state["q_pair"], explorer.q[4:6])
-    assert explorer.state["theta"] == pytest.approx(10000.0 ** (-4 / 8))
-    explorer.base.value = 100.0
-    s = explorer.state
+def test_base_and_pair_sliders_change_what_is_drawn(unrendered):
+    unrendered.pair.value = 2
+    assert torch.equal(unrendered.state["q_pair"], unrendered.q[4:6])
+    assert unrendered.state["theta"] == pytest.approx(10000.0 ** (-4 / 8))
+    unrendered.base.value = 100.0
+    s = unrendered.state
     assert s["theta"] == pytest.approx(100.0 ** (-4 / 8))
     assert s["period"] == pytest.approx(2 * math.pi / s["theta"])
-    assert torch.allclose(s["q_rot"], rotate(explorer.q[4:6], 3 * s["theta"]), atol=1e-12)
-    assert explorer.redraws == 3
+    assert torch.allclose(s["q_rot"], rotate(unrendered.q[4:6], 3 * s["theta"]), atol=1e-12)
+    assert unrendered.redraws == 3
 
 
 @pytest.mark.slow

@@ -359,8 +359,13 @@ def test_every_exercise_appears_in_its_notebook():
 
 
 @pytest.mark.parametrize("notebook, name, index", exercise_checks())
-def test_each_exercise_has_hints_and_the_reference_solution_after_it(notebook, name, index):
+def test_each_exercise_has_hints_and_its_solution_after_it_and_no_answer_before(notebook, name, index):
     cells = notebook_cells(notebook)
+    for cell in cells[:index]:
+        src = "".join(cell["source"])
+        assert not ("getsource" in src and name in src), \
+            f"{notebook}: minitf's {name} is printed before the exercise that asks for it"
+        assert "minitf.solutions" not in src, f"{notebook}: a solution is used before exercise {name}"
     # the cell contract is written once, in minitf.course.declaration.Exercise's docstring
     after = "\n".join("".join(c["source"]) for c in cells[index + 1:index + 1 + declaration.SOLUTION_WITHIN]
                       if c["cell_type"] == "markdown")
@@ -370,16 +375,6 @@ def test_each_exercise_has_hints_and_the_reference_solution_after_it(notebook, n
         f"{notebook}: the solution block of {name} differs from its declaration's solution in " \
         f"{workbook.EXERCISES[name].solution.__module__} (paste minitf.exercises.solution_markdown(name); " \
         "the cell contract: minitf.course.declaration.Exercise)"
-
-
-@pytest.mark.parametrize("notebook, name, index", exercise_checks())
-def test_no_reference_source_is_shown_before_its_exercise(notebook, name, index):
-    cells = notebook_cells(notebook)
-    for cell in cells[:index]:
-        src = "".join(cell["source"])
-        assert not ("getsource" in src and name in src), \
-            f"{notebook}: minitf's {name} is printed before the exercise that asks for it"
-        assert "minitf.solutions" not in src, f"{notebook}: a solution is used before exercise {name}"
 
 
 def test_a_stable_softmax_through_logsumexp_passes():
@@ -663,7 +658,7 @@ def _untied_init(self, config):
 
 def _forward_without_final_norm(self, ids):
     h = self.embed(ids)
-    cos, sin = minitf.rope_angles(self.blocks[0].attn.inv_freq, ids.size(1), positions=self.positions(ids))
+    cos, sin = minitf.rope_angles(self.blocks[0].attn.inv_freq, ids.size(1))
     for block in self.blocks:
         h, _ = block(h, cos, sin)
     return self.head(h)
@@ -728,7 +723,7 @@ def test_a_passed_class_is_saved_with_its_helpers_and_the_learners_file_builds_m
     assert text.index("def my_attention(") < text.index("class MyAttention") < text.index("class MyTransformer") \
         < text.index("def my_train_step(")
     config = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
-                           rope_base=20.0, position_ids="coupled", tie_embeddings=True)
+                           rope_base=20.0, tie_embeddings=True)
     torch.manual_seed(1)
     yours = learner_file.my_model(config)
     torch.manual_seed(1)

@@ -22,15 +22,13 @@ FILE_NAME = "model.py"
 
 # the functions the modules call, in the order the model runs them
 FUNCTIONS = ("apply_rope", "causal_mask", "softmax", "attention", "multi_head_attention",
-             "layer_norm", "feed_forward", "block", "position_ids")
+             "layer_norm", "feed_forward", "block")
 # the class exercises, each with the classes its cell defines
 CLASSES = ("MyAttention", "MyBlock", "MyTransformer")
 TRAINING = ("output_loss", "clip_gradients", "train_step", "train_loop")
 
 # an optional piece not written: the library's own, in one line the file can run
 LIBRARY_LINES = {
-    "position_ids": "def my_position_ids(ids):  # optional, not written: minitf's own\n"
-                    "    return minitf.core.rope.position_ids(ids, \"coupled\")",
     "clip_gradients": "from torch.nn.utils import clip_grad_norm_ as my_clip_gradients  "
                       "# optional, not written: PyTorch's own",
 }

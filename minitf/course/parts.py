@@ -378,15 +378,48 @@ def _alone(name: str, piece) -> Parts:
     return Parts(**{**callees, name: piece})
 
 
-def check_yours(configs: dict[str, Config], **pieces) -> dict[str, PartsCheck]:
-    """Your pieces in a whole model, compared with minitf's under each named config, in one call: a
-    notebook then shows the comparison, not the wiring. Each piece is yours where it passes its
-    check and the reference solution where not yet (one line per piece says which), so the
-    notebook runs to its end before every exercise is written. Prints one line per config."""
-    from .exercises import yours_or_reference
-    parts = Parts(**yours_or_reference(**pieces))
-    outcomes = {}
-    for name, config in configs.items():
-        outcomes[name] = check(parts, config)
-        print(f"{name}:", outcomes[name])
+BLOCK_CONFIGS = {"LayerNorm": Config(), "RMSNorm": Config(norm="rms"), "Config.modern()": Config.modern()}
+
+
+def check_yours(configs: dict[str, Config] | None = None, **pieces) -> dict[str, PartsCheck]:
+    """Your pieces in a whole model, compared with minitf's under each named config (notebook 04's
+    three layouts by default), in one call that prints one sentence: a notebook then shows the
+    comparison, not the wiring. Each piece is yours where it passes its check and the reference
+    solution where not yet (the sentence names those), so the notebook runs to its end before every
+    exercise is written; a config whose logits differ gets the check's full report below it."""
+    from .exercises import EXERCISES, passes
+    configs = BLOCK_CONFIGS if configs is None else configs
+    passed = {name: passes(name, fn) for name, fn in pieces.items()}
+    parts = Parts(**{name: fn if passed[name] else EXERCISES[name].solution for name, fn in pieces.items()})
+    outcomes = {name: check(parts, config) for name, config in configs.items()}
+    print(_yours_sentence(passed, outcomes))
+    for name, outcome in outcomes.items():
+        if not outcome.ok:
+            print(f"{name}: {outcome}")
     return outcomes
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _yours_sentence(passed: dict[str, bool], outcomes: dict[str, PartsCheck]) -> str:
+    """'✓ Your layer_norm and block (with the reference solution for swiglu, not passed yet) compute
+    minitf's logits under LayerNorm, RMSNorm and Config.modern(), to rounding in float64 and float32.'"""
+    yours = [name for name, ok in passed.items() if ok]
+    stand_ins = [name for name, ok in passed.items() if not ok]
+    if not yours:
+        who = f"The reference solutions of {_and(stand_ins)} (none of yours passes its check yet)"
+    elif stand_ins:
+        who = (f"Your {_and(yours)}, with the reference solution for {_and(stand_ins)} (not passed "
+               "yet),")
+    else:
+        who = f"Your {_and(yours)}"
+    one = len(yours) == 1  # "Your block computes", "Your block and ffn compute"
+    good = [name for name, o in outcomes.items() if o.ok]
+    bad = [name for name, o in outcomes.items() if not o.ok]
+    if not bad:
+        return (f"✓ {who} {'computes' if one else 'compute'} minitf's logits under {_and(good)}, to "
+                "rounding in float64 and float32.")
+    return (f"✗ {who} {'does' if one else 'do'} not compute minitf's logits under {_and(bad)}: the "
+            "report for each follows.")

@@ -17,6 +17,9 @@ differs it names the piece, with what that piece's exercise says about it.
 
 `your_checked_parts(config)` is what 09 builds the model from: your saved pieces, checked, each
 one that breaks the model replaced by the reference solution (the check says why), as 08 does.
+`your_language_model(lm, next_byte_probs, cached_attention)` is 09's one call for all of it: the
+checked pieces, your sampler and cached step (or the reference where yours does not pass), the
+speaking model with lm's weights, and one sentence saying whose pieces run.
 """
 from __future__ import annotations
 
@@ -31,9 +34,9 @@ from ..core.generate import check_sampling, continue_ids, generate_text, next_by
 from ..core.model import Transformer
 from ..core.tokens import to_bytes
 from .check_report import CheckReport
-from .exercises import run_check
+from .exercises import EXERCISES, passes, run_check
 from .feedback import ExerciseError
-from .my_parts import OPTIONAL_NOT_WRITTEN
+from .my_parts import NOT_SAVED_YET, OPTIONAL_NOT_WRITTEN
 from .parts import Parts, PartsCheck, YourAttention, _swap, assemble, check, yours
 
 # float32 keeps 24 bits; two correct programs computing the same logits differ by rounding only,
@@ -88,6 +91,52 @@ def speaking_model(config: Config, parts: Parts, cached_attention: Callable | No
         _swap(block, "attn", YourCachedAttention(parts, config, cached_attention))
     model.cached_attention = cached_attention
     return model
+
+
+def your_language_model(lm: Transformer, next_byte_probs: Callable | None = None,
+                        cached_attention: Callable | None = None) -> Transformer:
+    """lm's weights in the model built from your checked pieces (`your_checked_parts`), your
+    `cached_attention` in its cached path; it prints one sentence saying whose pieces run (and,
+    when a piece breaks the model, the check that names it). The model carries `.parts`,
+    `.parts_check`, `.cached_attention` and `.next_byte_probs`: yours where it passes its exercise,
+    else the reference solution, so that the notebook runs to its end before you write them."""
+    parts, found = your_checked_parts(lm.config)
+    chosen = {}
+    for name, fn in (("next_byte_probs", next_byte_probs), ("cached_attention", cached_attention)):
+        chosen[name] = fn if fn is not None and passes(name, fn) else EXERCISES[name].solution
+    model = speaking_model(lm.config, parts, chosen["cached_attention"])
+    model.load_state_dict(lm.state_dict())
+    model.parts_check, model.next_byte_probs = found, chosen["next_byte_probs"]
+    print(_whose(model, parts, found, yours={name: chosen[name] is fn for name, fn in
+                                             (("next_byte_probs", next_byte_probs),
+                                              ("cached_attention", cached_attention))}))
+    return model
+
+
+def _whose(model, parts: Parts, found: PartsCheck, yours: dict[str, bool]) -> str:
+    """The sentence `your_language_model` prints: the check's verdict, then whose each piece is."""
+    origin = {piece: parts.origin.get(piece, "yours") for piece in type(parts).__dataclass_fields__
+              if piece != "origin"}
+    stand_ins = [piece for piece, said in origin.items() if said.startswith("reference solution (yours is broken")]
+    groups = [(sum(said.startswith("yours") for said in origin.values()), "yours"),
+              (sum(said == NOT_SAVED_YET for said in origin.values()), "reference solutions (not saved yet)"),
+              (sum(said == OPTIONAL_NOT_WRITTEN for said in origin.values()), "minitf's (optional, not written)"),
+              (len(stand_ins), "reference solutions for yours that break the model")]
+    pieces = ", ".join(f"{n} {what}" for n, what in groups if n)
+    if yours["next_byte_probs"] == yours["cached_attention"]:
+        steps = "sampler and cached step: " + ("yours" if yours["next_byte_probs"] else
+                                               "the reference solutions (yours do not pass their checks yet)")
+    else:
+        steps = "; ".join(f"{label}: " + ("yours" if yours[name] else
+                                          "the reference solution (yours does not pass its check yet)")
+                          for name, label in (("next_byte_probs", "sampler"), ("cached_attention", "cached step")))
+    weights = f"lm.pt's {sum(p.numel() for p in model.parameters()):,} weights"
+    sentence = f"Its {len(origin)} pieces: {pieces}; {steps}."
+    if found.ok:
+        return f"✓ your model computes minitf's logits with {weights}. {sentence}"
+    width = max(len(piece) for piece in origin)
+    return "\n".join([str(found), f"Your model runs {weights}. {sentence}"]
+                     + [f"{piece:<{width}}  {origin[piece]}" for piece in stand_ins])
 
 
 def your_sampler(probs: Callable, temperature: float = 1.0, top_k: int | None = None,

@@ -107,9 +107,28 @@ class YourPieces:
     model_check: object  # minitf.parts.PartsCheck
     training_check: "TrainingCheck"
 
+    def summary(self) -> str:
+        """The checks' verdicts and one line counting whose each piece is: what a notebook shows."""
+        origins = [*self.model.origin.values(), *self.training.origin.values()]
+        counts = [(sum(o.startswith("yours") for o in origins), "yours"),
+                  (sum(o == my_parts.NOT_SAVED_YET for o in origins), "reference solutions (not written yet)"),
+                  (sum("broken" in o for o in origins), "reference solutions in place of yours (broken)"),
+                  (sum(o == my_parts.OPTIONAL_NOT_WRITTEN for o in origins), "minitf's own (optional, not written)")]
+        said = ", ".join(f"{n} {what}" for i, (n, what) in enumerate(counts) if n or i == 0)
+        return f"{self.model_check}\n{self.training_check}\nyour {len(origins)} pieces: {said}"
+
+    def table(self) -> str:
+        """Which piece is whose, one line each: the model's pieces, then the training's."""
+        return f"the model\n{self.model!r}\n\nthe training\n{self.training!r}"
+
     def __repr__(self):
-        return (f"{self.model_check}\n{self.training_check}\n\n"
-                f"the model\n{self.model!r}\n\nthe training\n{self.training!r}")
+        return f"{self.summary()}\n\n{self.table()}"
+
+    def _repr_html_(self):
+        """In a notebook: the summary, and the table behind a click."""
+        from html import escape
+        return (f"<pre>{escape(self.summary())}</pre><details><summary>which piece is whose</summary>"
+                f"<pre>{escape(self.table())}</pre></details>")
 
 
 def your_pieces(config) -> YourPieces:
@@ -178,12 +197,17 @@ def renumbered(model, pairs, offset: int = 1) -> dict:
     beside "before": the share right without the intervention."""
     from ..core.model import evaluating
     from ..core.tokens import TAB
+    if not callable(getattr(model, "positions", None)):
+        raise TypeError(f"renumbered needs a model that asks model.positions(ids) for its position ids, "
+                        f"as minitf.Transformer does; {type(model).__name__} has no positions method: load "
+                        "its weights into a minitf.Transformer of its config (load_state_dict) and pass that")
     ids, _ = make_batch(pairs)
     moved = copy.deepcopy(model)
     base = model.positions
 
     def positions(ids):
-        pos = base(ids)
+        pos = base(ids)  # None: the usual numbering 0, 1, 2, …
+        pos = torch.arange(ids.size(1), device=ids.device).expand_as(ids) if pos is None else pos
         return pos + offset * ((ids == TAB).long().cumsum(1) > 0)
 
     moved.positions = positions

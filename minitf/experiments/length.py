@@ -69,6 +69,34 @@ class LengthStudy:
             lines.append(f"{a.name:36} {a.params:7,} {cells}")
         return "\n".join(lines)
 
+    def plot(self):
+        """A row per arm, a column per length bucket: the colour is the median exact match over the
+        seeds (the key on the right), the text min–max; a bold name holds past 12 bytes for every seed."""
+        from matplotlib.figure import Figure
+
+        arms = list(self.arms.values())
+        fig = Figure(figsize=(7.7, 0.3 * len(arms) + 1.2), layout="constrained")
+        ax = fig.subplots()
+        grid = [[a.buckets[b][1] for b in self.buckets] for a in arms]
+        image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+        for y, a in enumerate(arms):
+            for x, b in enumerate(self.buckets):
+                low, _, high = a.buckets[b]
+                ax.text(x, y, f"{low:.0%}–{high:.0%}", ha="center", va="center", fontsize=9,
+                        color="black" if a.buckets[b][1] > 0.6 else "white")
+        ax.set_xticks(range(len(self.buckets)), [f"{b} bytes" for b in self.buckets], fontsize=9)
+        ax.xaxis.tick_top()
+        ax.set_yticks(range(len(arms)), [f"{a.name} ({a.params:,})" for a in arms], fontsize=9)
+        for label, a in zip(ax.get_yticklabels(), arms):
+            label.set_fontweight("bold" if a.solved else "normal")
+        ax.set_xlabel("trained on 1-12 bytes; a cell: min–max over the seeds; bold: every seed ≥ 99 % past 12",
+                      fontsize=9)
+        bar = fig.colorbar(image, ax=ax, shrink=0.6)
+        bar.set_label("exact match, median over the seeds", fontsize=9)
+        bar.ax.tick_params(labelsize=9)
+        return fig
+
+
 
 def load_length_study(path: str | Path = LENGTH_STUDY_JSON) -> LengthStudy:
     doc = json.loads(Path(path).read_text())

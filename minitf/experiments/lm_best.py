@@ -116,6 +116,35 @@ class LMBestSweep:
     def best(self) -> dict:
         return min(self.runs, key=lambda r: r["val_loss"])
 
+    def plot(self):
+        """Validation loss (left) and training loss (right) of every run, grouped by FLOP budget, a
+        colour per budget: overfitting shows as a lower training loss with a higher validation loss."""
+        from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
+
+        runs = sorted(self.runs, key=lambda r: (r["budget"], r["val_loss"]))
+        budgets = sorted({r["budget"] for r in runs})
+        colour = {b: f"C{i}" for i, b in enumerate(budgets)}
+        height = 0.26 * len(runs) + 2.0
+        fig = Figure(figsize=(7.7, height))  # margins by hand: the names need the left 42 %
+        fig.subplots_adjust(left=0.42, right=0.98, top=1 - 0.1 / height, bottom=1.25 / height, wspace=0.08)
+        ax, bx = fig.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [1.4, 1]})
+        for y, r in enumerate(runs):
+            ax.plot([r["val_loss"]], [y], "o", color=colour[r["budget"]], ms=6)
+            bx.plot([r["train_loss"]], [y], "o", color=colour[r["budget"]], mfc="none", ms=6)
+        ax.set_yticks(range(len(runs)), [r["name"].replace("weight decay", "wd").replace("windows of 512 (batch 8)", "windows 512")
+                                          for r in runs], fontsize=9)
+        ax.invert_yaxis()
+        ax.set_xlabel("validation loss (nats/byte)", fontsize=9)
+        bx.set_xlabel("training loss (nats/byte)", fontsize=9)
+        for x in (ax, bx):
+            x.tick_params(labelsize=9)
+            x.grid(axis="x", color="0.9")
+        fig.legend(handles=[Line2D([], [], marker="o", color=colour[b], ls="", label=f"{b:.0e} FLOPs")
+                            for b in budgets], fontsize=9, loc="lower center", ncol=len(budgets),
+                   title="budget (filled: validation, hollow: training)", title_fontsize=9)
+        return fig
+
     def run(self, name: str, budget: float) -> dict:
         return next(r for r in self.runs if r["name"] == name and r["budget"] == budget)
 
@@ -182,6 +211,29 @@ class LMBestAblation:
     def __repr__(self):
         return self.table()
 
+    def plot(self):
+        """What each ingredient buys: the loss without it minus the recipe's, a dot per seed (paired:
+        same first weights, same batches) and the median; right of 0, the ingredient pays."""
+        from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
+
+        order = sorted(self.arms[1:], key=lambda a: -statistics.median(self.deltas(a)))
+        fig = Figure(figsize=(7.7, 0.32 * len(order) + 1.4), layout="constrained")
+        ax = fig.subplots()
+        for y, arm in enumerate(order):
+            d = self.deltas(arm)
+            ax.plot(d, [y] * len(d), "o", color="C0", alpha=0.7, ms=6)
+            ax.plot([statistics.median(d)], [y], "|", color="k", ms=14, mew=2)
+        ax.axvline(0, color="0.3", lw=1)
+        ax.set_yticks(range(len(order)), [a.split(" (")[0] for a in order], fontsize=9)
+        ax.invert_yaxis()
+        ax.set_xlabel("validation loss without it − the recipe's (nats/byte)", fontsize=9)
+        ax.tick_params(labelsize=9)
+        ax.legend(handles=[Line2D([], [], marker="o", color="C0", ls="", label="a seed"),
+                           Line2D([], [], marker="|", color="k", ls="", ms=12, mew=2, label="median")],
+                  fontsize=9, loc="lower right")
+        return fig
+
 
 def load_lm_best_ablation(path: Path | None = None) -> LMBestAblation:
     """The stored result of bench/lm_best_ablation.py."""
@@ -198,6 +250,42 @@ class LMBestProfile:
 
     def __repr__(self):
         return self.table()
+
+    @property
+    def step_share(self) -> float:
+        """Whole training steps' FLOP rate ÷ the large square product's (the practical peak)."""
+        return self.doc["recipe_gflops"] / square_rate(self.doc)
+
+    def plot(self):
+        """Left: GFLOP/s of each matrix product of the recipe's shapes, the square product (the
+        practical peak) and whole training steps. Right: a step's CPU time by kind of work."""
+        from matplotlib.figure import Figure
+
+        rates = {name.split(" (")[0]: r for name, r in self.doc["matmul_gflops"].items()}
+        rates["whole training steps"] = self.doc["recipe_gflops"]
+        shares = self.doc["profile"]["self_cpu_share"]
+        fig = Figure(figsize=(7.7, 3.2), layout="constrained")
+        ax, bx = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
+        names = list(rates)
+        ax.barh(range(len(names)), list(rates.values()),
+                color=["C7" if n.startswith("whole") else "C0" for n in names])
+        ax.set_yticks(range(len(names)), [n.replace(" (the practical peak)", "") for n in names], fontsize=9)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"GFLOP/s, float32 ({self.doc['cpu']}, {self.doc['threads']} threads)", fontsize=9)
+        ax.set_title("the recipe's matrix products, alone and in whole steps", fontsize=9)
+        left = 0.0
+        for i, (kind, share) in enumerate(shares.items()):
+            bx.bar(0, share, bottom=left, color=f"C{i + 1}", width=0.6)
+            bx.text(0, left + share / 2, f"{kind.split(' (')[0]}\n{share:.0%}", ha="center", va="center",
+                    fontsize=9)
+            left += share
+        bx.set_xlim(-0.5, 0.5)
+        bx.set_ylim(0, 1)
+        bx.set_xticks([])
+        bx.set_ylabel("share of a step's CPU time", fontsize=9)
+        for x in (ax, bx):
+            x.tick_params(labelsize=9)
+        return fig
 
 
 def load_lm_best_profile(path: Path | None = None) -> LMBestProfile:

@@ -84,3 +84,39 @@ def load_lm_envelope(path: Path | None = None) -> LMEnvelope:
     env = {float(b): (v[0], v[1]) for b, v in raw["envelope"].items()}
     return LMEnvelope(raw["command"], raw["budget_flops"], raw["sizes"], points, env, raw["rescored"],
                       raw.get("into_best", {}))
+
+
+def plot_growth_against_yardsticks(env: LMEnvelope):
+    """Each growth arm's effective-compute multiplier against the two yardsticks: the 4-layer target
+    alone and the best fixed size (the envelope). A triangle is a bound: the arm's loss lies outside
+    the measured budgets, so only "at least" is known. Below 1 the arm beats the yardstick."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    arms = list(env.rescored.items()) + list(env.into_best.items())
+    fig = Figure(figsize=(7.7, 0.27 * len(arms) + 1.9), layout="constrained")
+    ax = fig.subplots()
+    for y, (name, a) in enumerate(arms):
+        for key, where, colour, face in (("vs_scratch", "where_scratch", "C0", "none"),
+                                         ("vs_envelope", "where", "C3", "C3")):
+            x, side = a[key], a[where]
+            if side == "inside":
+                ax.plot([x], [y], "o", color=colour, mfc=face, ms=6)
+            elif side == "below":  # the arm's loss is above every measured budget's: at least x
+                ax.plot([x], [y], ">", color=colour, mfc=face, ms=7)
+    ax.axvline(1, color="0.3", lw=1)
+    ax.axvline(0.7, color="0.3", lw=1, ls=":")
+    if env.into_best:
+        ax.axhline(len(env.rescored) - 0.5, color="0.6", lw=0.8)
+    ax.set_yticks(range(len(arms)), [name for name, _ in arms], fontsize=9)
+    ax.invert_yaxis()
+    ax.set_xlabel("arm's FLOPs ÷ the yardstick's FLOPs to the same loss (below 1: growth pays)", fontsize=9)
+    ax.set_xlim(0.6, 2.1)
+    ax.tick_params(labelsize=9)
+    ax.legend(handles=[Line2D([], [], marker="o", color="C0", mfc="none", ls="", label="vs the 4-layer target"),
+                       Line2D([], [], marker="o", color="C3", ls="", label="vs the best fixed size"),
+                       Line2D([], [], marker=">", color="0.4", ls="", label="at least (outside the budgets)"),
+                       Line2D([], [], color="0.3", lw=1, label="as good as the yardstick"),
+                       Line2D([], [], color="0.3", lw=1, ls=":", label="a 30 % saving")],
+              fontsize=9, loc="upper center", bbox_to_anchor=(0.35, -0.09), ncol=3)
+    return fig

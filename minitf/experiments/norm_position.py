@@ -27,6 +27,7 @@ from ..core.train import train
 
 STORED = Path(str(resources.files(__package__).joinpath("stored"))) / "norm_position.json"
 STEPS, LAYERS = 150, 4
+BATCH_SIZE, LR, WARMUP = 32, 1.5e-2, 20  # notebook 04 compares these with the ablation ladder's
 
 
 def task_pairs():
@@ -53,7 +54,7 @@ def run(layout: str, seed: int, steps: int = STEPS, **changes) -> dict:
         grad_norms.append([math.sqrt(s) for s in squares])
         squares[:] = [0.0] * LAYERS
 
-    history = train(model, train_pairs, steps=steps, lr=1.5e-2, batch_size=32, warmup=20, seed=seed,
+    history = train(model, train_pairs, steps=steps, lr=LR, batch_size=BATCH_SIZE, warmup=WARMUP, seed=seed,
                     progress=False, after_step=after_step)
     scores = evaluate(model, held_out)
     return {"layout": layout, "seed": seed, "residual": changes.get("residual", True),

@@ -70,81 +70,98 @@ class TinySweep:
     def __repr__(self):
         return self.table()
 
-    def _number_ablation(self, ax, ablation: list[SweepConfig]) -> None:
-        """Number each ablation median on the plot (points that sit on one another share a label)
-        and key the numbers in a box: the orange points name their change."""
-        clusters: list[list[tuple[int, SweepConfig]]] = []
-        for i, c in enumerate(ablation, 1):
-            for cluster in clusters:
-                p = cluster[0][1]
-                if abs(c.params / p.params - 1) < 0.05 and abs(c.exact_median - p.exact_median) < 0.08:
-                    cluster.append((i, c))
-                    break
-            else:
-                clusters.append([(i, c)])
-        for cluster in clusters:
-            c = cluster[0][1]
-            ax.annotate(",".join(str(i) for i, _ in cluster), (c.params, 100 * c.exact_median),
-                        xytext=(-6, 0), textcoords="offset points", ha="right", va="center",
-                        fontsize=9, color=GROUP_COLOURS["ablation"], fontweight="bold", zorder=4)
-        key = "\n".join(f"{i}  {c.name}" for i, c in enumerate(ablation, 1))
-        ax.text(0.535, 0.93, "ablation (orange):\n" + key, transform=ax.transAxes, fontsize=9, va="top",
-                color=GROUP_COLOURS["ablation"], bbox=dict(facecolor="white", edgecolor="0.8", alpha=0.95))
-
     def plot(self):
-        """Parameters vs held-out exact match: each seed a small dot, the median a large one, the
-        Pareto front as a line; returns a matplotlib Figure."""
+        """Parameters vs held-out exact match for the sweep's two groups (coupled ids, and the usual
+        numbering): each seed a small dot, the median a large one, the Pareto front as a line; the
+        key below the axes. The ablation has a figure of its own (`plot_ablation`). A Figure."""
         from matplotlib.figure import Figure
         from matplotlib.lines import Line2D
 
-        fig = Figure(figsize=(10, 5.6))
-        fig.subplots_adjust(left=0.08, right=0.98, bottom=0.11, top=0.92)
+        fig = Figure(figsize=(9, 5.4))
+        fig.subplots_adjust(left=0.09, right=0.97, bottom=0.27, top=0.93)
         ax = fig.subplots()
-        shown = [c for c in self.configs.values() if c.name != "solver"]  # the ablation's own copy
+        shown = [c for c in self.configs.values() if c.group in ("pareto", "sequence")]
         for c in shown:
             colour = GROUP_COLOURS[c.group]
-            ax.scatter([c.params] * len(c.exact), [100 * e for e in c.exact], s=14, color=colour,
+            ax.scatter([c.params] * len(c.exact), [100 * e for e in c.exact], s=16, color=colour,
                        alpha=0.45, zorder=2)
             ax.scatter([c.params], [100 * c.exact_median], s=70, color=colour, edgecolor="black",
                        linewidth=0.6, zorder=3)
-            if c.group != "ablation" and c.name != self.smallest_solver:  # (those are named apart)
+            if c.name != self.smallest_solver:  # (named apart, with an arrow)
                 # a name on the Pareto front sits above its point, folded after its comma so that it
                 # ends before the dashed step climbs to the next point
                 on_front = c.name in self.front
                 ax.annotate(c.name.replace(", ", ",\n") if on_front else c.name, (c.params, 100 * c.exact_median),
-                            xytext=(3, 6) if on_front else (7, -3), textcoords="offset points", fontsize=9,
+                            xytext=(3, 6) if on_front else (7, -3), textcoords="offset points", fontsize=10,
                             color=colour, zorder=4, va="bottom" if on_front else "baseline")
-        self._number_ablation(ax, [c for c in shown if c.group == "ablation"])
-        front = [self.configs[n] for n in self.front if n != "solver"]
+        front = [self.configs[n] for n in self.front if n in {c.name for c in shown}]
         ax.step([c.params for c in front], [100 * c.exact_median for c in front], where="post",
                 color="0.3", lw=1.2, ls="--", zorder=1)
         if self.smallest_solver:
             s = self.configs[self.smallest_solver]
             ax.annotate(f"smallest solver: {s.name}\n{s.params:,} parameters",
-                        (s.params, 100 * s.exact_median), xytext=(30, -75), textcoords="offset points",
+                        (s.params, 100 * s.exact_median), xytext=(40, -70), textcoords="offset points",
                         fontsize=10, arrowprops=dict(arrowstyle="->", color="0.2"))
         ax.set_xscale("log")
         sizes = [c.params for c in shown]
-        ax.set_xlim(min(sizes) / 1.08, max(sizes) * 1.35)  # room for the names on the right
+        ax.set_xlim(min(sizes) / 1.08, max(sizes) * 1.45)  # room for the names on the right
         ax.axhline(99, color="red", lw=0.8, ls=":")
-        ax.text(0.005, 99, " 99 %", color="red", fontsize=9, ha="left", va="bottom",
+        ax.text(0.005, 99, " 99 %", color="red", fontsize=10, ha="left", va="bottom",
                 transform=ax.get_yaxis_transform())
-        ax.set_xlabel("parameters (count_parameters: embedding and head included; log scale)", fontsize=10)
+        ax.set_xlabel("parameters (embedding and head included; log scale)", fontsize=10)
         ax.set_ylabel("held-out exact match (%)", fontsize=10)
-        ax.set_ylim(-3, 106)
-        ax.tick_params(labelsize=9)
+        ax.set_ylim(-3, 108)
+        ax.tick_params(labelsize=10)
         ax.xaxis.set_major_formatter(lambda x, _: f"{x:,.0f}")
         ax.xaxis.set_minor_formatter(lambda x, _: f"{x:,.0f}" if str(int(round(x)))[0] in "2358" else "")
-        ax.tick_params(axis="x", which="minor", labelsize=8)
+        ax.tick_params(axis="x", which="minor", labelsize=9)
         ax.grid(alpha=0.3)
         handles = [Line2D([], [], marker="o", ls="", color=GROUP_COLOURS[g], markeredgecolor="black",
-                          markersize=8, label=GROUP_LABELS[g]) for g in GROUP_COLOURS
+                          markersize=8, label=GROUP_LABELS[g]) for g in ("pareto", "sequence")
                    if any(c.group == g for c in shown)]
         handles += [Line2D([], [], marker="o", ls="", color="0.5", alpha=0.45, markersize=5,
                            label="one random seed (large: the median)"),
-                    Line2D([], [], color="0.3", ls="--", label="Pareto front (median)")]
-        ax.legend(handles=handles, fontsize=9, loc="center", bbox_to_anchor=(0.68, 0.3), framealpha=0.95)
+                    Line2D([], [], color="0.3", ls="--", label="Pareto front (median)"),
+                    Line2D([], [], color="red", ls=":", label="99 % exact: solved")]
+        fig.legend(handles=handles, fontsize=10, loc="lower center", ncol=2, frameon=False,
+                   bbox_to_anchor=(0.5, 0.0))
         ax.set_title("How small can it be? Shift, held-out exact match against size", fontsize=11)
+        return fig
+
+    def plot_ablation(self):
+        """The ablation as bars: each arm's median held-out exact match (its seeds as dots), the
+        arms that change one thing of the smallest solver apart from those that add to the seed.
+        A Figure."""
+        from matplotlib.figure import Figure
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+
+        arms = [c for c in self.configs.values() if c.group == "ablation"]
+        kinds = {"from the smallest solver, one change": GROUP_COLOURS["ablation"],
+                 "the seed's layout, ingredients added": GROUP_COLOURS["sequence"]}
+        height = 0.42 * len(arms) + 1.9
+        fig = Figure(figsize=(9, height))
+        fig.subplots_adjust(left=0.34, right=0.97, bottom=1.25 / height, top=1 - 0.4 / height)
+        ax = fig.subplots()
+        for y, c in enumerate(arms):
+            colour = list(kinds.values())[c.name.startswith("seed")]
+            ax.barh(y, 100 * c.exact_median, color=colour, alpha=0.85, height=0.65)
+            ax.scatter([100 * e for e in c.exact], [y] * len(c.exact), s=18, color="black", zorder=3)
+            ax.text(103, y, f"{c.exact_median:.0%}", va="center", fontsize=10, color="0.15")
+        ax.set_yticks(range(len(arms)), [f"{c.name}  ({c.params:,})" for c in arms], fontsize=10)
+        ax.invert_yaxis()
+        ax.axvline(99, color="red", lw=0.8, ls=":")
+        ax.set_xlim(0, 114)
+        ax.set_xticks([0, 20, 40, 60, 80, 100])
+        ax.set_xlabel("held-out exact match (%), median of the seeds", fontsize=10)
+        ax.tick_params(axis="x", labelsize=10)
+        ax.grid(axis="x", alpha=0.3)
+        handles = [Patch(color=colour, alpha=0.85, label=kind) for kind, colour in kinds.items()]
+        handles += [Line2D([], [], marker="o", ls="", color="black", markersize=5, label="one random seed"),
+                    Line2D([], [], color="red", ls=":", label="99 %")]
+        fig.legend(handles=handles, fontsize=10, loc="lower center", ncol=2, frameon=False,
+                   bbox_to_anchor=(0.5, 0.0))
+        ax.set_title("What each ingredient adds (arm, parameters)", fontsize=11)
         return fig
 
 

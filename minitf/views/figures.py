@@ -216,6 +216,36 @@ def plot_logged(metrics: dict, names=("train_loss", "val_loss")):
     return fig
 
 
+# ---- Notebook 04's activations
+
+def plot_activations(names=("relu", "gelu", "silu"), lo: float = -4.0, hi: float = 4.0):
+    """Each activation φ (left) and its slope dφ/dx (right) on [lo, hi], from torch's own functions:
+    the smooth ones dip below 0 and pass a gradient for negative inputs, ReLU does neither. A
+    matplotlib Figure."""
+    import torch
+    import torch.nn.functional as F
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9, 3.6), layout="constrained")
+    axes = fig.subplots(1, 2)
+    grid = torch.linspace(lo, hi, 161)
+    for k, name in enumerate(names):
+        g = grid.clone().requires_grad_()
+        y = getattr(F, name)(g)
+        slope, = torch.autograd.grad(y.sum(), g)
+        label = {"relu": "ReLU", "gelu": "GELU", "silu": "SiLU"}.get(name, name)
+        axes[0].plot(grid, y.detach(), color=f"C{k}", label=label)
+        axes[1].plot(grid, slope, color=f"C{k}", label=label)
+    for ax, what in zip(axes, ("φ(x)", "slope dφ/dx")):
+        ax.axhline(0, color="grey", lw=0.6)
+        ax.axvline(0, color="grey", lw=0.6)
+        ax.set(xlabel="x", ylabel=what, title=what)
+        ax.legend(loc="upper left")
+    axes[0].set_ylim(-0.6, 4)
+    axes[1].set_ylim(-0.2, 1.2)
+    return fig
+
+
 # ---- Notebook 03's two pictures of attention, drawn by one call each
 
 def _matrix_panel(ax, M, title, cmap, vmin, vmax, text=None, followed: int = 1):

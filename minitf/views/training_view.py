@@ -25,6 +25,7 @@ minitf.views.pictures), and the view shows as a picture where no widget can run.
 from __future__ import annotations
 
 from html import escape
+from types import SimpleNamespace
 
 import torch
 
@@ -71,8 +72,9 @@ class TrainingView(ShowsPicture):
 
     `run()` shows the view and trains (a notebook cell: the picture updates live); the button
     trains again from the same start, with the numbering chosen in the dropdown (coupled or the
-    usual), so the two can be compared. Training is minitf.train's, with `steps`, `batch_size`,
-    `lr`, `warmup` and `seed` passed on; the model starts from `torch.manual_seed(seed)`.
+    usual), so the two can be compared; with `compare_numbering=False` there is no dropdown and the
+    button trains the config's own numbering again. Training is minitf.train's, with `steps`,
+    `batch_size`, `lr`, `warmup` and `seed` passed on; the model starts from `torch.manual_seed(seed)`.
     """
 
     hint = "run the cell, then press “train again” to watch it learn"
@@ -80,7 +82,7 @@ class TrainingView(ShowsPicture):
     def __init__(self, config, train_pairs: list[Pair], held_out: list[Pair], example, *,
                  steps: int = 300, every: int = 50, batch_size: int = 64, lr: float = 4e-2,
                  warmup: int = 20, seed: int = 0, task: str = "shift", probe: int = 100,
-                 baselines=None):
+                 baselines=None, compare_numbering: bool = True):
         import ipywidgets as W
 
         if task not in TASKS:
@@ -94,16 +96,20 @@ class TrainingView(ShowsPicture):
                             eval_every=every, progress=False)
         self.probe = held_out[:probe]
         self.baselines = baselines or baseline_losses(held_out, train_pairs)
-        self.numbering = W.Dropdown(options=[(label, key) for key, label in NUMBERINGS.items()],
-                                    value=config.positions.position_ids, description="position ids",
-                                    style={"description_width": "initial"},
-                                    layout=W.Layout(width="auto"))
+        if compare_numbering:
+            self.numbering = W.Dropdown(options=[(label, key) for key, label in NUMBERINGS.items()],
+                                        value=config.positions.position_ids, description="position ids",
+                                        style={"description_width": "initial"},
+                                        layout=W.Layout(width="auto"))
+        else:  # the config's numbering, with no control (and no widget saved with the notebook)
+            self.numbering = SimpleNamespace(value=config.positions.position_ids)
         self.button = W.Button(description="train again", icon="play",
                                tooltip="train a fresh model from the same start and watch it learn")
         self.button.on_click(lambda _: self.train())
         self.status = W.HTML()
         self.out = W.Output()
-        self.widget = W.VBox([W.HBox([self.numbering, self.button]), self.status, self.out])
+        self.controls = (self.numbering,) if compare_numbering else ()  # what the learner can set
+        self.widget = W.VBox([W.HBox([*self.controls, self.button]), self.status, self.out])
         self.widget.add_class("mtf-training-view")
         self.history = None
         self._fig = None     # built at the first redraw, then updated
@@ -239,10 +245,13 @@ class TrainingView(ShowsPicture):
         exact, = ax_frac.plot([], [], "o-", color="tab:green", ms=4, label="exact match (held out)")
         mass = [ax_frac.plot([], [], "s-", ms=3.5, color=HEAD_COLOURS[h % 4],
                              label=f"head {h}: on the source byte")[0] for h in range(H)]
-        ax_frac.set(xlim=(0, self.steps), ylim=(-0.03, 1.03), xlabel="training step",
+        # the fractions end at 1; the band above holds the key, so no line ever runs under it
+        ax_frac.set(xlim=(0, self.steps), ylim=(-0.03, 1.03 + 0.2 * (H + 1)), xlabel="training step",
                     ylabel="fraction")
+        ax_frac.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+        ax_frac.axhline(1.03, color="0.85", lw=0.8)
         ax_frac.set_title("exact match, and where the heads look", fontsize=10)
-        ax_frac.legend(fontsize=8, loc="best")  # placed where the lines are not, at each draw
+        ax_frac.legend(fontsize=8, loc="upper left", borderaxespad=0.3)
 
         size = max(10.0, label_size(panel, len(labels)))  # 10 pt: the heatmaps' bytes read at the column's width
         left = (width - H * panel - (H - 1) * 0.2 - 0.9) / 2 + 0.2  # centred, with the colorbar
@@ -264,7 +273,8 @@ class TrainingView(ShowsPicture):
 
     def title(self, s: dict) -> str:
         right = " ✓" if s["output"] == self.example.output else ""
-        return (f"step {s['step']} of {self.steps}, {SHORT[s['numbering']]} position ids: "
+        numbering = f", {SHORT[s['numbering']]} position ids" if self.controls else ""
+        return (f"step {s['step']} of {self.steps}{numbering}: "
                 f"{show(self.example.input)} ⇥ → {show(s['output']) or '(nothing)'}{right}")
 
     def written(self, s: dict | None) -> str:
@@ -290,11 +300,11 @@ class TrainingView(ShowsPicture):
     # --- how it shows -----------------------------------------------------------------------------
     def picture(self) -> bytes:
         if self._pending:
-            return captioned(None, f"{control_values((self.numbering,))}\n(training: the picture "
+            return captioned(None, f"{control_values(self.controls)}\n(training: the picture "
                                    "comes when it ends)")
         if self.drawn is None:
             self.redraw()  # shown untrained: the start
-        return picture_of(self.out, (self.numbering,), self.hint)
+        return picture_of(self.out, self.controls, self.hint)
 
     def __repr__(self) -> str:
         return (f"TrainingView({self.task}, {count_parameters(self.model):,} parameters, "

@@ -144,16 +144,21 @@ def test_your_model_speaks_as_the_prediction_says_when_run():
 
 
 def test_every_piece_passes_and_the_forgetful_cache_is_named():
-    # every piece the speaking model is built from passed the model check (none gave way)
-    assert printed(NOTEBOOK, results=True, containing="your_checked_parts(lm.config)").startswith("✓ your model computes")
+    # every piece the speaking model is built from passed the model check (none gave way), said in one line
+    said = printed(NOTEBOOK, results=True, containing="yours = your_language_model(lm,")
+    assert said.startswith("✓ your model computes") and len(said.strip().splitlines()) == 1, said
+    assert numbers(said, after="Its")[0] == len(minitf.parts.Parts.__dataclass_fields__) - 1  # every piece
     forgetful = printed(NOTEBOOK, results=True, containing="def forgetful(").splitlines()
     named = [line.strip().split(" — ")[0] for line in forgetful if "broken piece:" in line]
     assert named == ["broken piece: cached_attention"], forgetful
 
 
-def test_the_learners_file_speaks_the_same_200_bytes_with_lm_weights():
+def test_the_learners_file_speaks_the_same_bytes_with_lm_weights():
     """'Your file speaks': MyTransformer of 08's file, lm.pt's weights loaded by name, writes the text
-    of the check above, byte for byte (float64, no cache, the same sampler and seed)."""
-    said = printed(NOTEBOOK, containing="mine = minitf.parts.my_model(lm.config, parts)")
-    # "your file's model wrote 200 bytes; the same as the text above: True"
-    assert numbers(said, after="model wrote") == [200] and said.strip().endswith(": True"), said
+    of the check above, byte for byte (float64, no cache, the same sampler and seed), as many bytes as
+    the prediction says the check writes."""
+    said = printed(NOTEBOOK, containing="mine = minitf.parts.my_model(lm.config, yours.parts)")
+    # "your file's model wrote 120 bytes; the same as the text above: True"
+    written = numbers(markdown(NOTEBOOK), after="has it write")[0]  # "…, then has it write 120 bytes after `ROMEO:`"
+    assert f'"ROMEO:\\n", {written:.0f},' in code(NOTEBOOK)
+    assert numbers(said, after="model wrote") == [written] and said.strip().endswith(": True"), said

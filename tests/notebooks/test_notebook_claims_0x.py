@@ -173,15 +173,15 @@ def offset_drift():
 def test_02_head_dim_claims_say_what_the_numbers_show():
     text = " ".join(joined("02_rope.ipynb").split())
     drift = {hd: [round(x, 3) for x in d] for hd, d in offset_drift().items()}
-    # "+44: … (the largest difference is 0.018) … With head_dim 8 … (0.369)": far apart the head size shows
+    # "+44: … (the largest difference is 0.018) … With head_dim 8 it does not (0.369)": far apart the head size shows
     assert numbers(text, after="offsets 44 apart score")[0] == drift[2][1]
-    assert numbers(text, after="dots leave it")[0] == drift[8][1]
+    assert numbers(text, after="With head_dim 8")[0] == drift[8][1]
     assert drift[2][1] < 0.02 < 0.3 < drift[8][1]
-    # "+6: … 0.282 with head_dim 2 and 0.201 with head_dim 8": not better with the bigger head
-    assert numbers(text, after="At $+6$")[:4] == [drift[2][0], 2, drift[8][0], 8] and drift[8][0] < drift[2][0]
-    # "for head_dim 2, 0.282 is the most it can ever be: … at most 2 sin 3 ≈ 0.282"
+    # "At +6 … (0.282 with head_dim 2, 0.201 with 8)": not better with the bigger head
+    assert numbers(text, after="At +6")[:4] == [drift[2][0], 2, drift[8][0], 8] and drift[8][0] < drift[2][0]
+    # "with head_dim 2 no q and k do better: … at most 2 sin 3 ≈ 0.282"
     bound = 2 * math.sin(3)
-    assert numbers(text, after="2 \\sin 3 \\approx")[0] == round(bound, 3) and abs(drift[2][0] - bound) < 5e-4
+    assert numbers(text, after="2 sin 3 ≈")[0] == round(bound, 3) and abs(drift[2][0] - bound) < 5e-4
     g = torch.Generator().manual_seed(11)
     for _ in range(200):
         q, k = torch.rand(2, 2, generator=g, dtype=torch.float64) * 2 - 1
@@ -217,6 +217,25 @@ def test_01_try_this_parameter_counts():
     assert (count(d_model=32, d_ff=128), count(d_model=32, d_ff=128) - ends(32)) == (42048, 25408)
     assert count(d_model=20, d_ff=80) - ends(20) < ends(20)          # "between d_model 20 and 24"
     assert count(d_model=24, d_ff=96) - ends(24) > ends(24)
+
+
+def test_02_the_base_slider_is_logarithmic_as_the_text_says():
+    """"The base slider is logarithmic: from about 3 to 100,000, each step multiplies the base by 1.12"."""
+    slider = minitf.RopeExplorer(head_dim=8).base
+    low, high, step = numbers(" ".join(joined("02_rope.ipynb").split()), after="slider is logarithmic:")[:3]
+    assert type(slider).__name__ == "FloatLogSlider" and slider.base == 10
+    assert (round(10 ** slider.min), 10 ** slider.max, round(10 ** slider.step, 2)) == (low, high, step)
+
+
+def test_links_to_01s_checks_section_land_on_its_heading():
+    """Every notebook's link to a section of 01 (`01_embeddings.ipynb#How-the-checks-work`) names a
+    heading 01 has, as JupyterLab and nbconvert make its anchor (spaces → -)."""
+    headings = {line.lstrip("#").strip().replace(" ", "-")
+                for line in joined("01_embeddings.ipynb", "markdown").splitlines() if line.startswith("#")}
+    assert "How-the-checks-work" in headings
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for anchor in re.findall(r"01_embeddings\.ipynb#([\w-]+)", joined(path.name, "markdown")):
+            assert anchor in headings, f"{path.name} links to 01_embeddings.ipynb#{anchor}, which 01 does not have"
 
 
 def test_02_try_this_pair_3s_period_by_base():

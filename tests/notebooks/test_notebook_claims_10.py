@@ -31,3 +31,18 @@ def test_the_checkpoint_converted_for_minitf_gives_the_same_model():
     lines = printed(NOTEBOOK, "[ckpt] = Path(").splitlines()
     assert [part.split(": ")[1] for part in lines[1].split(" | ")] == ["True", "True"]   # config, logits
     assert "'steps': 200" in lines[2] and "'lightning'" in lines[2]
+
+
+def test_10_states_no_time_of_its_own_but_the_course_maps():
+    """The map's minutes for 10 are counted by tools/course_map.py; the notebook must not state another
+    (it once said "About 10 minutes" while the map said 5): any "N minutes" in it is the map's."""
+    import re
+    import sys
+
+    from support import ROOT, markdown
+    sys.path.insert(0, str(ROOT / "tools"))
+    import course_map  # noqa: E402  (tools/course_map.py)
+
+    stated = [int(m) for m in re.findall(r"(\d+) min(?:utes?)?\b", markdown(NOTEBOOK))]
+    minutes, _ = course_map.stated_map()["notebooks"][NOTEBOOK]
+    assert all(m == minutes for m in stated), (stated, minutes)

@@ -220,19 +220,29 @@ def test_the_value_circuit_maps_all_95_bytes_to_their_successor():
     assert len(circuit) == 95 and all(circuit[b] == minitf.shift_bytes(bytes([b]))[0] for b in circuit)
 
 
-def test_the_sweep_plot_keys_its_ablation_points_and_no_name_sits_on_the_front(sweep):
-    """11's figure: every orange (ablation) point is numbered and keyed by its change; the dashed
-    Pareto front crosses no configuration's name."""
+def test_the_sweep_figures_key_every_colour_and_name_every_arm(sweep):
+    """11's two figures: the sweep's keys every colour it draws, below the axes, and the dashed
+    Pareto front crosses no configuration's name; the ablation's names every arm and keys both
+    colours of its bars."""
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.colors import to_hex
+    bars = sweep.plot_ablation()
+    FigureCanvasAgg(bars)
+    bars.canvas.draw()
+    names = [t.get_text() for t in bars.axes[0].get_yticklabels()]
+    arms = [c for c in sweep.configs.values() if c.group == "ablation"]
+    assert [n.split("  (")[0] for n in names] == [c.name for c in arms]
+    keyed = {to_hex(h.get_facecolor()) for h in bars.legends[0].legend_handles if hasattr(h, "get_facecolor")}
+    drawn = {to_hex(p.get_facecolor()) for p in bars.axes[0].patches}
+    assert drawn <= keyed
     fig = sweep.plot()
     FigureCanvasAgg(fig)
     ax = fig.axes[0]
     fig.canvas.draw()
-    texts = " ".join(t.get_text() for t in ax.texts)
-    for c in sweep.configs.values():
-        if c.group == "ablation" and c.name != "solver":
-            assert c.name in texts
+    keyed = {to_hex(h.get_color()) for h in fig.legends[0].legend_handles}
+    assert {to_hex(c.get_facecolor()[0]) for c in ax.collections} <= keyed | {to_hex("0.5")}
+    assert all(t.get_fontsize() >= 9 for t in ax.texts)
     renderer = fig.canvas.get_renderer()
     [front] = [line for line in ax.lines if line.get_linestyle() == "--"]
     xy = ax.transData.transform(front.get_xydata())

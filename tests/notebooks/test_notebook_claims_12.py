@@ -7,7 +7,7 @@ import re
 import pytest
 
 import minitf
-from support import markdown, numbers, printed
+from support import cell_output, code_cell, markdown, numbers, printed
 
 NOTEBOOK = "12_weights_by_hand"
 
@@ -20,6 +20,15 @@ def scores_by_solver():
     """The comparison at every length: solver → (lengths 1-12, 13-24, worst length)."""
     lines = printed(NOTEBOOK, 'pairs = minitf.make_pairs("shift", 1200').splitlines()
     return {line[:28].strip(): percents(line) for line in lines}
+
+
+def test_12_your_model_is_built_in_one_call_that_says_whose_pieces_it_holds():
+    """Section 6: one call builds the model and one sentence says which pieces are yours and which
+    the reference solution stands in for (none written in the stored notebook)."""
+    said, hello = printed(NOTEBOOK, "mine = by_hand.your_shift_model(").splitlines()
+    assert numbers(said)[:2] == [1376, 0] and said.count(".") == 1 and said.endswith("checks yet).")
+    assert all(piece in said for piece in ("byte_circle", "query", "tab_score", "value_rotation"))
+    assert hello.endswith("'Ifmmp-!xpsme '")
 
 
 def test_12_by_hand_is_right_at_every_length_and_the_trained_fall_off_past_12():
@@ -45,10 +54,12 @@ def test_12_the_trained_value_path_is_the_plus_one_map():
 def test_12_two_trained_layouts_hold_at_every_length():
     """Section 9: "two layouts held at every length for every seed, one with 2,624 parameters", and
     randomised offsets "did not get there here"."""
-    lines = printed(NOTEBOOK, "from minitf.experiments.length import load_length_study").splitlines()
-    label, solved = lines[-1].split(": ", 1)
+    cell = code_cell(NOTEBOOK, "from minitf.experiments.length import load_length_study")
+    label, solved = cell_output(cell).strip().split(": ", 1)
     assert numbers(label)[0] == 99 and set(ast.literal_eval(solved)) == {"fast, ω=2π/27", "d8, ω=2π/27"}
-    params = {line[:38].strip(): numbers(line[38:45])[0] for line in lines[1:-1]}
+    (table,) = ["".join(o["data"]["text/plain"]) for o in cell["outputs"]   # the table behind "The table"
+                if "<details>" in "".join(o.get("data", {}).get("text/html", ""))]
+    params = {line[:38].strip(): numbers(line[38:45])[0] for line in table.splitlines()[1:]}
     stated = numbers(markdown(NOTEBOOK), after="every seed, one with")[0]   # "two layouts held …"
     assert min(params[arm] for arm in ast.literal_eval(solved)) == stated == 2624
     assert "Randomised position offsets" in markdown(NOTEBOOK)   # "did not get there here": no offset arm
@@ -92,6 +103,9 @@ def test_12_a_small_S_breaks_every_length_past_one_not_the_long_ones_first():
     for S in (100, 200):
         assert 0 < max(score[S][n] for n in range(2, 25)) <= 0.07, S
     assert min(score[400].values()) == 1.0
+    # "The d_model-3 model is right at every length, as yours is"
+    assert min(exact_match_by_length(shift_by_hand(HandSet(d_model=3)), pairs).values()) == 1.0
+    assert "The d_model-3 model is right at every length" in markdown(NOTEBOOK)
 
 
 def test_12_takeaway_training_needed_the_slow_frequency_and_a_larger_layout():

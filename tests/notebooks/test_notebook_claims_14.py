@@ -5,7 +5,8 @@ import statistics as st
 import pytest
 import torch
 
-from support import ROOT, cells, joined, markdown, numbers
+import minitf
+from support import ROOT, cells, joined, markdown, numbers, printed
 from minitf import Config, Transformer, count_parameters
 from minitf.experiments.results import load_lm_envelope, load_lm_fast
 
@@ -34,7 +35,7 @@ def test_headline_numbers(fast):
 
 
 def test_what_each_trick_buys(fast):
-    text = joined(NOTEBOOK, "markdown")
+    text = markdown(NOTEBOOK)
     arm = lambda start: next(a.name for a in fast.arms if a.name.startswith(start))  # the study's label
     minus = [a.name for a in fast.arms if a.name.startswith("−")]
     muon = arm("− Muon")
@@ -53,7 +54,7 @@ def test_what_each_trick_buys(fast):
         p = fast.paired(name)
         assert abs(delta(fast, name)) < 0.002 and min(p) < 0 < max(p), name
     for name in [a.name for a in fast.arms if a.name[0] in "−+"]:
-        shown = f"{-delta(fast, name):.3f} nats\n  *lower*" if name == "− right-size (4 layers)" \
+        shown = f"{-delta(fast, name):.3f} nats *lower*" if name == "− right-size (4 layers)" \
             else f"{delta(fast, name):+.3f}"
         assert shown in text, name
     assert delta(fast, "− QK-norm") > 0
@@ -90,6 +91,50 @@ def test_qk_norm_makes_scores_blind_to_the_scale_of_wq_wk():
         out[qk_norm] = before, sharpest(layer)
     assert out[False][1] > out[False][0] + 0.2  # sharper without QK-norm
     assert abs(out[True][1] - out[True][0]) < 1e-3  # unchanged with it
+
+
+def test_a_saturated_softmax_passes_back_little_gradient_and_qk_norm_keeps_it():
+    """Section 1: "the softmax's slope, Σ p(1 − p) per row": W_Q, W_K × 10 saturate the softmax and
+    shrink its slope (the gradient it passes back) without QK-norm; with QK-norm neither moves."""
+    (off, on) = [numbers(line.split("qk_norm=")[1][5:]) for line in
+                 printed(NOTEBOOK, "ids = torch.tensor(").splitlines()]
+    (top, top10, slope, slope10, ten), (top_n, top10_n, slope_n, slope10_n, _) = off, on
+    assert ten == 10 and top10 > 0.9 and slope10 < slope / 5          # nearly one-hot, a fraction of the slope
+    assert abs(top10_n - top_n) < 1e-3 and abs(slope10_n - slope_n) < 1e-3
+
+
+def test_the_modern_block_keeps_no_bias_and_two_new_gains():
+    """Section 1's count by kind: "keeps no bias: only the norms' gains, two of them new (q's and
+    k's, of head_dim 16)"; the FFN's third matrix in fewer units; about as many parameters."""
+    rows = {line[:20].strip(): numbers(line[20:]) for line in
+            printed(NOTEBOOK, "classic = Transformer(").splitlines()[1:]}
+    assert rows["biases"][1] == 0 < rows["biases"][0]
+    assert rows["norm gains"][1] - rows["norm gains"][0] == 2 * 16
+    assert rows["FFN matrices"] == [2 * 256 * 64, 3 * 170 * 64]
+    text = markdown(NOTEBOOK)
+    assert numbers(text, after="two of them new")[0] == 16
+
+
+def test_llama_is_about_50000_times_lm_fast():
+    """"LLaMA's smallest has 7 billion parameters, about 50,000 times this one's 133,184"."""
+    text = markdown(NOTEBOOK)
+    billions, times, ours = numbers(text, after="LLaMA's smallest has")[:3]
+    assert round(billions * 1e9 / ours, -4) == times == 50_000
+
+
+def test_where_a_step_of_lm_best_goes():
+    """Section 5's profile: each product near the square's rate, whole steps at 43 % of it, and
+    attention with the small operations taking 56 % of a step's CPU time."""
+    from minitf.experiments.results import load_lm_best_profile
+    from minitf.experiments.lm_best import square_rate
+    profile = load_lm_best_profile()
+    peak = square_rate(profile.doc)
+    assert all(0.9 < r / peak < 1.1 for r in profile.doc["matmul_gflops"].values())  # "as fast as the square"
+    text = markdown(NOTEBOOK)
+    shares = profile.doc["profile"]["self_cpu_share"]
+    assert numbers(text, after="whole steps reach")[0] == round(100 * profile.step_share)
+    assert numbers(text, after="products (norms, RoPE")[0] == round(100 * (1 - shares["matrix products"]))
+    assert "not something\nmeasured" in joined(NOTEBOOK, "markdown") or "not something measured" in text
 
 
 def test_envelope_claims():
@@ -153,3 +198,25 @@ def test_the_introduction_counts_the_questions_it_lists():
     listed = [line for line in intro if line[:3] in ("1. ", "2. ", "3. ", "4. ", "5. ")]
     words = {2: "two", 3: "three", 4: "four", 5: "five"}
     assert f"asks {words[len(listed)]}\nquestions" in text or f"asks {words[len(listed)]} questions" in text
+
+
+def test_the_shipped_lm_passes_nanogpts_cpu_mark_by_step_500():
+    """The introduction: notebook 09's model "passes the mark … (1.89 nats per byte …) by step 500 of
+    its 3,000", read from the curve lm.pt recorded (every 250 steps), with a margin on both sides that
+    a last-bit change of float32 cannot cross."""
+    lm = minitf.load(ROOT / "data" / "checkpoints" / "lm.pt")
+    curve = {v["step"]: v["loss"] for v in lm.metadata["val_curve"]}
+    first = min(step for step, loss in curve.items() if loss <= 1.89)
+    assert first == 500 and curve[500] < 1.89 - 0.01 and curve[250] > 1.89 + 0.05
+    assert lm.metadata["steps"] == 3000
+    assert numbers(markdown(NOTEBOOK), after="by step")[:2] == [500, 3000]
+
+
+def test_two_cpu_cores_do_about_a_hundredth_of_nanogpts_gpu_arithmetic():
+    """Section 5: nanoGPT's GPU run (10.7 M parameters, 5,000 steps of 64 windows of 256) against the
+    recipe's ten minutes of two cores (about 5·10¹³ FLOPs, bench/lm_best_sweep.py's budget): "roughly
+    a hundredth of that arithmetic"."""
+    nanogpt = 6 * 10.65e6 * 5000 * 64 * 256
+    assert 80 < nanogpt / 5e13 < 125
+    text = markdown(NOTEBOOK)
+    assert "(10.7 M parameters)" in text and "5,000 steps of 64 windows" in text and "a hundredth" in text

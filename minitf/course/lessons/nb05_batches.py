@@ -1,11 +1,9 @@
-"""Notebook 05: the batch, one padded sequence per pair with targets on the output only; position
-coupling, the ids that pair output byte j with input byte j."""
+"""Notebook 05: the batch, one padded sequence per pair with targets on the output only."""
 from __future__ import annotations
 
 import torch
 
 from ...core.data import Pair, make_batch, make_pairs
-from ...core.rope import position_ids
 from ...core.tokens import EOS, IGNORE, PAD, TAB
 from ..declaration import Exercise, Piece, on_face, refused
 
@@ -14,20 +12,6 @@ def _batch_cases():
     return [([Pair(b"Hi", b"Ij")],),
             ([Pair(b"Hi", b"Ij"), Pair(b"cat", b"dbu"), Pair(b"a~z", b"b {")],),
             (make_pairs("shift", 5, seed=3),)]
-
-
-def _position_ids_cases():
-    """Pairs of several lengths in one padded batch, a row of plain text (no TAB) and the edge cases."""
-    def row(text: bytes, width: int) -> list[int]:
-        return list(text) + [PAD] * (width - len(text))
-
-    pair = lambda a, b: a + bytes([TAB]) + b + bytes([EOS])
-    batch = [pair(b"abc", b"bcd"), pair(b"hello", b"ifmmp"), pair(b"z", b"{")]
-    width = max(map(len, batch))
-    return [(torch.tensor([list(pair(b"abc", b"bcd"))]),),
-            (torch.tensor([row(r, width) for r in batch]),),
-            (torch.tensor([list(b"no tab here"), list(b"a\tb\tc\tdefgh")]),),
-            (torch.tensor([[TAB, 66, EOS]]),)]
 
 
 def _equal_slip(name: str, result: torch.Tensor, words: str):
@@ -60,28 +44,6 @@ def _batch_slips(pairs):
                         "position; IGNORE before it"))
 
 
-def _position_ids_slips(ids):
-    """The coupled numbering gone wrong: input bytes counted from 0, or a count restarted at every TAB."""
-    expected = position_ids(ids, "coupled")
-    t = torch.arange(ids.size(1))
-    seen_tab = (ids == TAB).long().cumsum(1) > 0
-    zero_based = torch.where(seen_tab, expected, t.expand_as(ids))
-    restarted = expected.clone()
-    for b in range(ids.size(0)):
-        last = None
-        for i in range(ids.size(1)):
-            if int(ids[b, i]) == TAB:
-                last = i
-            restarted[b, i] = i + 1 if last is None else i - last
-    return (_equal_slip("_input_from_zero", zero_based,
-                        "yours numbers the input bytes 0, 1, 2, … : input byte j gets j + 1, so that the "
-                        "TAB, 0, comes before all of them and output byte j, also j + 1, meets input "
-                        "byte j"),
-            _equal_slip("_every_tab_restarts", restarted,
-                        "yours restarts the count at every TAB: only the first TAB (the one between "
-                        "input and output) restarts it; a TAB inside the output is an ordinary byte"))
-
-
 def my_make_batch(pairs):
     seqs = [[*p.input, TAB, *p.output, EOS] for p in pairs]
     T = max(len(s) for s in seqs) - 1  # the model never reads the last byte
@@ -93,17 +55,6 @@ def my_make_batch(pairs):
         for t in range(len(pair.input), n):  # from the TAB on, position t predicts seq[t + 1]
             targets[row, t] = seq[t + 1]
     return ids, targets
-
-
-def my_position_ids(ids):
-    B, T = ids.shape
-    t = torch.arange(T)                            # the usual numbering 0, 1, 2, …
-    out = torch.zeros(B, T, dtype=torch.long)
-    for b in range(B):
-        row = ids[b].tolist()
-        tab = row.index(TAB) if TAB in row else T  # the first TAB (T: the row has none)
-        out[b] = torch.where(t < tab, t + 1, t - tab)  # input j → j + 1; TAB → 0; output j → j + 1
-    return out
 
 
 EXERCISES = [
@@ -126,23 +77,4 @@ EXERCISES = [
              own_work="minitf.sequence(pair), torch.full and torch.tensor are fine (the padding and "
                       "the output-only targets are the exercise): minitf.make_batch is the batch itself",
              piece=Piece(fills="model", order=12, call='make_batch(pairs) → (ids, targets)')),
-    Exercise(name="position_ids", notebook="05",
-             teaches="position coupling: output byte j gets input byte j's position id",
-             difficulty=2, minutes=15, solution=my_position_ids,
-             reference=lambda ids: position_ids(ids, "coupled"), cases=_position_ids_cases,
-             hint="for each row: before the first TAB, token t gets t + 1; from the first TAB on, t minus "
-             "the first TAB's index (so the TAB gets 0, output byte j gets j + 1); a row without any "
-             "TAB is t + 1 throughout. Later TABs do not restart the count",
-             options={"diagnoses": _position_ids_slips, "hints_by_diagnosis": {
-                 "_input_from_zero": "before the first TAB, token t gets t + 1, not t",
-                 "_every_tab_restarts": "find the first TAB only: row.index(TAB), or "
-                                        "(ids == TAB).cumsum(1) > 0 for 'after the first TAB'",
-                 "offset": "every id is off by the same amount: input byte j gets j + 1 and the TAB 0",
-                 "dtype": "ids are whole numbers: build them from torch.arange (a long tensor)"}},
-             library=refused((position_ids, "minitf.rope.position_ids")),
-             own_work="torch.arange, comparisons, cumsum, argmax and torch.where are fine: "
-                      "minitf.rope.position_ids is the numbering itself",
-             piece=Piece(fills="model", order=13,
-                         call="position_ids(ids) → (B, T) coupled ids (used when positions.position_ids='coupled')"),
-             optional=True),
 ]

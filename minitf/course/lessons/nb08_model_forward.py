@@ -12,7 +12,7 @@ from ..declaration import Exercise, Piece, refused
 
 def _forward_cases():
     """A pre-norm model (a final norm, an untied head), a post-norm one (no final norm) and 08's
-    kind (pre-norm, coupled position ids, tied head); float64, no gradients, norms away from 1, 0."""
+    kind with coupled position ids (pre-norm, tied head); float64, no gradients, norms away from 1, 0."""
     cases = []
     for seed, config in enumerate([
             Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0),

@@ -17,8 +17,12 @@ from ..module_checks import drive_module, minitf_module
 from .nb02_rope import my_apply_rope
 from .nb03_attention import _mha_slips, my_multi_head_attention
 from .nb04_ffn_block import _block_slips, my_block, my_feed_forward, my_layer_norm
-from .nb05_batches import my_position_ids
 from .nb08_model_forward import _forward_cases, _forward_slips
+
+# notebook 08's model: one pre-norm layer 8 wide, positions numbered 0, 1, 2, … (the usual way), the
+# head tied to the embedding
+CONFIG_08 = Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
+                   rope_base=20.0, tie_embeddings=True)
 
 
 def _configured(module: nn.Module, config: Config) -> nn.Module:
@@ -54,6 +58,17 @@ def _block_cases():
         cos, sin = rope_angles(block.attn.inv_freq, T)
         cases.append((block, _rand(B, T, 8, seed=seed + 40, low=-2, high=2), cos, sin))
     return cases
+
+
+def _model_cases():
+    """model_forward's cases with notebook 08's model in place of the coupled one: MyTransformer
+    numbers its positions 0, 1, 2, … (coupled ids are notebook 11's)."""
+    cases = _forward_cases()[:2]
+    torch.manual_seed(2)
+    model = _configured(Transformer(CONFIG_08), CONFIG_08)
+    with torch.no_grad():
+        model.final_norm.weight.copy_(_rand(8, seed=52, low=0.5, high=1.5))
+    return cases + [(model, torch.tensor([list(b"hello\tifmmp")]))]
 
 
 def _with_weights(module, x, cos, sin):
@@ -155,14 +170,9 @@ class MyTransformer(nn.Module):
         if config.tie_embeddings:
             self.head.weight = self.embed.weight  # one table reads bytes in and scores them out
 
-    def positions(self, ids):
-        coupled = self.config.positions.position_ids == "coupled"
-        return my_position_ids(ids) if coupled else None  # None: 0, 1, 2, …
-
     def forward(self, ids):
-        T = ids.size(1)
         h = self.embed(ids)                                            # (B, T, C)
-        cos, sin = rope_angles(self.blocks[0].attn.inv_freq, T, positions=self.positions(ids))
+        cos, sin = rope_angles(self.blocks[0].attn.inv_freq, ids.size(1))  # positions 0, 1, 2, …
         for block in self.blocks:
             h, _ = block(h, cos, sin)
         if self.final_norm is not None:
@@ -220,7 +230,7 @@ EXERCISES = [
     Exercise(name="MyTransformer", notebook="08",
              teaches="the model as a module of your own: the embedding, the blocks, "
              "the final norm, the head (tied or not), and its forward", difficulty=2, minutes=10,
-             solution=MyTransformer, reference=minitf_module, cases=_forward_cases,
+             solution=MyTransformer, reference=minitf_module, cases=_model_cases,
              hint="the state dict of Transformer(config) is embed.weight (256, C), blocks.0.… (your MyBlock) "
              "for each of config.n_layers blocks in an nn.ModuleList, final_norm.weight and .bias in "
              "a pre-norm model only (None in post-norm), head.weight (256, C), head.bias; the head "
@@ -230,8 +240,6 @@ EXERCISES = [
                  **_CLASS_HINTS,
                  "_forward_no_final_norm": "a pre-norm model normalises the stream once more before "
                                            "the head: self.final_norm",
-                 "_forward_positions": "positions(ids): my_position_ids(ids) when "
-                                       "config.positions.position_ids == 'coupled', else None",
                  "_forward_tied": "the head is tied only when the config says so"}},
              library=refused((Transformer.forward, "minitf.Transformer (its forward)"),
                              (Block.forward, "minitf.Block (its forward)")),
