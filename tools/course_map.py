@@ -35,8 +35,8 @@ whole course at 2b28c5b (15 notebooks) 849 minutes, 14 h 9 min, where the review
 15 h: a residual of −51 min (−6 %). `python tools/compare_minutes.py --fit 2b28c5b` recomputes both.
 Other rates refit to other shares but state nearly the same required path: with prose at 138–238
 words a minute and code at 8 lines a minute or not counted at all, the share comes out 0.06–0.64, the
-whole-course check −51 to −100 min (these published rates check best), and the main path at 872d839
-states 505–570 min (570 here).
+whole-course check −51 to −100 min (these published rates check best), and the main path at 444dd42
+(after the prose cuts) states 490–525 min (520 here).
 
 An optional exercise (its heading says "(optional)") is not in a notebook's time: the maps show its
 minutes beside it ("+N optional"), so the time a track states is the time its required work takes.
