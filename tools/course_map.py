@@ -69,8 +69,8 @@ NOTEBOOKS = ROOT / "notebooks"
 RUN_TIMES = MEASUREMENT  # make bench's notebooks section: bench/results/bench_notebooks.json
 MAIN_PATH = ("00", "01", "02", "03", "04", "05", "06", "07", "08", "09")
 EXTRAS = ("10", "11", "12", "13", "14", "15")
-MAIN_PATH_WORD_BUDGET = 20_000
-NOTEBOOK_WORD_BUDGET = 3_000
+MAIN_PATH_WORD_BUDGET = 13_000
+NOTEBOOK_WORD_BUDGET = 2_000
 MAIN_PATH_MINUTES_BUDGET = 360  # issue 42: a main path a learner finishes in a day, 6 h stated
 
 # the time model (the module docstring says where each number comes from)
