@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 SOCKET_VARIABLE = "MINITF_KERNEL_ZYGOTE"
@@ -115,8 +116,10 @@ def zygote(path: str) -> None:
                 conn, _ = server.accept()
                 message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
                 request = json.loads(message)
-                if _comparable(request["env"]) != env:
-                    conn.sendall(b"different environment\n")
+                asked = _comparable(request["env"])
+                if asked != env:
+                    keys = sorted(k for k in set(asked) | set(env) if asked.get(k) != env.get(k))
+                    conn.sendall(f"another environment ({', '.join(keys)})\n".encode())
                     conn.close()
                     for fd in fds:
                         os.close(fd)
@@ -159,15 +162,24 @@ def zygote(path: str) -> None:
 def client(connection_file: str) -> None:
     normal = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
     path = os.environ.get(SOCKET_VARIABLE)
+    for _ in range(50):  # a zygote started a moment ago binds its socket within its first second
+        if not path or os.path.exists(path):
+            break
+        time.sleep(0.1)
+    answer = ""
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(path)
         request = {"connection_file": connection_file, "cwd": os.getcwd(), "env": dict(os.environ)}
         socket.send_fds(conn, [json.dumps(request).encode()], [0, 1, 2])
         reply = conn.makefile("r")
-        pid = int(reply.readline())
-    except (OSError, TypeError, ValueError):
-        os.execv(sys.executable, normal)  # no zygote, or not for this environment: a normal kernel
+        answer = reply.readline()
+        pid = int(answer)
+    except (OSError, TypeError, ValueError):  # no zygote, or not for this environment: a normal kernel
+        if answer:
+            print(f"kernel_fork: a normal kernel; the zygote was started in {answer.strip()}",
+                  file=sys.stderr, flush=True)
+        os.execv(sys.executable, normal)
     for sig in (signal.SIGINT, signal.SIGTERM):  # jupyter_client interrupts and stops this process
         signal.signal(sig, lambda number, frame: os.kill(pid, number))
     line = reply.readline()

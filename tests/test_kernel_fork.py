@@ -17,6 +17,10 @@ CLIENT = [sys.executable, kernel_fork.__file__, "-f", "{connection_file}"]
 def zygote(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("zygote") / "socket")
     process = subprocess.Popen([sys.executable, kernel_fork.__file__, "zygote", path])
+    for _ in range(300):  # listening (the client also waits a little; a busy machine may need more)
+        if Path(path).exists():
+            break
+        time.sleep(0.1)
     yield path
     process.kill()
     process.wait()
