@@ -57,31 +57,29 @@ def layer_norm_unbiased(x, weight, bias, eps):
     return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
 
 
-WRONG = {
-    "attention": attention_without_scale,
-    "causal_mask": lambda T: torch.ones(T, T, dtype=torch.bool).triu(0),   # hides the diagonal too
-    "layer_norm": layer_norm_unbiased,
-    "feed_forward": lambda x, wu, bu, wd, bd: torch.relu((x @ wu.T + bu) @ wd.T + bd),  # ReLU at the end
-    "embed": lambda ids, table: table[ids.flip(-1)],
-}
+HEAD_DIM_4 = minitf.Config(d_model=8, n_heads=2)  # with head_dim 2 the halves are the pair
+WRONG = [  # (piece, a wrong one, the config it shows on)
+    ("attention", attention_without_scale, minitf.Config()),
+    ("causal_mask", lambda T: torch.ones(T, T, dtype=torch.bool).triu(0), minitf.Config()),  # hides the diagonal too
+    ("layer_norm", layer_norm_unbiased, minitf.Config()),
+    ("feed_forward", lambda x, wu, bu, wd, bd: torch.relu((x @ wu.T + bu) @ wd.T + bd),  # ReLU at the end
+     minitf.Config()),
+    ("embed", lambda ids, table: table[ids.flip(-1)], minitf.Config()),
+    ("apply_rope", rope_split_halves, HEAD_DIM_4),
+    ("position_ids", lambda ids: torch.arange(ids.size(1)).expand(ids.shape),  # usual numbering 0, 1, 2, …
+     minitf.Config(d_model=8, n_heads=2, position_ids="coupled")),
+]
 
 
-@pytest.mark.parametrize("broken", sorted(WRONG))
-def test_the_check_names_the_broken_piece(broken):
+@pytest.mark.parametrize("broken, wrong, config", WRONG, ids=[w[0] for w in WRONG])
+def test_the_check_names_the_broken_piece(broken, wrong, config):
     pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
-    pieces[broken] = WRONG[broken]
-    result = parts.check(parts.Parts(**pieces))
+    assert parts.check(parts.Parts(**pieces), config).ok
+    pieces[broken] = wrong
+    result = parts.check(parts.Parts(**pieces), config)
     assert not result.ok
     assert list(result.broken) == [broken], str(result)
     assert f"broken piece: {broken}" in str(result)
-
-
-def test_usual_numbering_for_coupled_position_ids_is_named():
-    config = minitf.Config(d_model=8, n_heads=2, position_ids="coupled")
-    pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
-    pieces["position_ids"] = lambda ids: torch.arange(ids.size(1)).expand(ids.shape)  # 0, 1, 2, …
-    result = parts.check(parts.Parts(**pieces), config)
-    assert list(result.broken) == ["position_ids"], str(result)
 
 
 def test_every_saved_reference_piece_loads_back_and_computes_minitfs_logits(tmp_path, monkeypatch):
@@ -95,16 +93,6 @@ def test_every_saved_reference_piece_loads_back_and_computes_minitfs_logits(tmp_
     ids, targets = mine.make_batch(minitf.make_pairs("shift", 4, seed=0))
     expected = minitf.make_batch(minitf.make_pairs("shift", 4, seed=0))
     assert torch.equal(ids, expected[0]) and torch.equal(targets, expected[1])
-
-
-def test_rope_split_halves_is_named_on_a_model_with_head_dim_4():
-    # with head_dim 2 the halves are the pair, so the mistake only shows on wider heads
-    config = minitf.Config(d_model=8, n_heads=2)
-    pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
-    assert parts.check(parts.Parts(**pieces), config).ok
-    pieces["apply_rope"] = rope_split_halves
-    result = parts.check(parts.Parts(**pieces), config)
-    assert list(result.broken) == ["apply_rope"], str(result)
 
 
 def test_a_piece_that_raises_is_named_with_its_error():
