@@ -189,6 +189,13 @@ def attention_without_scale(q, k, v, mask):
     return weights @ v, weights
 
 
+def block_without_residuals(blk, h, cos, sin):
+    """A block (either layout) that keeps neither residual connection."""
+    a, w = blk.attn(blk.norm1(h) if blk.pre_norm else h, cos, sin, need_weights=True)
+    h = a if blk.pre_norm else blk.norm1(a)
+    return (blk.ffn(blk.norm2(h)) if blk.pre_norm else blk.norm2(blk.ffn(h))), w
+
+
 # --- a notebook run with a learner's broken pieces saved -----------------------------------------------
 
 def outputs_text(cells) -> str:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from support import attention_without_scale
+from support import attention_without_scale, block_without_residuals, tiny_config
 from minitf import parts, solutions
 from minitf.core.config import MODERN
 
@@ -78,12 +78,6 @@ def merge_without_transpose(attn, x, cos, sin):
     return attn.out(y.reshape(B, T, C)), w
 
 
-def block_without_residuals(blk, h, cos, sin):
-    a, w = blk.attn(blk.norm1(h) if blk.pre_norm else h, cos, sin, need_weights=True)
-    h = a if blk.pre_norm else blk.norm1(a)
-    return (blk.ffn(blk.norm2(h)) if blk.pre_norm else blk.norm2(blk.ffn(h))), w
-
-
 def forward_without_positions(model, ids):
     h = model.embed(ids)
     cos, sin = minitf.rope_angles(model.blocks[0].attn.inv_freq, ids.size(1))
@@ -109,10 +103,8 @@ WRONG = [  # (piece, a wrong one, the config it shows on, words the check says)
     ("swiglu", swiglu_activating_the_gate, MODERN_SMALL, "notebook 04"),
     ("softmax", softmax_without_the_maximum, minitf.Config(), "overflows"),
     ("multi_head_attention", merge_without_transpose, NB08, "notebook 03"),
-    ("block", block_without_residuals, minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16,
-                                                     norm_position="pre", dropout=0.0), "notebook 04"),
-    ("block", block_without_residuals, minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16,
-                                                     norm_position="post", dropout=0.0), "notebook 04"),
+    ("block", block_without_residuals, tiny_config(), "notebook 04"),
+    ("block", block_without_residuals, tiny_config(norm_position="post"), "notebook 04"),
     ("model_forward", forward_without_positions, NB08, "notebook 08"),
 ]
 
@@ -256,7 +248,7 @@ def test_your_multi_head_attention_runs_the_model_with_your_attention_inside():
 
 @pytest.mark.parametrize("position", ["pre", "post"])
 def test_your_block_runs_the_model(position):
-    config = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position=position, dropout=0.0)
+    config = tiny_config(norm_position=position)
     model = parts.assemble(config, block=solutions.my_block)
     assert all(type(b).__name__ == "YourBlock" for b in model.blocks)
     assert parts.check(parts.Parts(block=solutions.my_block), config).ok
