@@ -10,7 +10,7 @@ from support import exercise_checks
 from support import cells as notebook_cells
 from minitf import exercises as workbook
 from minitf import parts, solutions
-from minitf.course import declaration
+from minitf.course import declaration, training_checks
 
 NAMES = list(workbook.EXERCISES)
 
@@ -515,6 +515,16 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("ablate_head", lambda model, layer, head: minitf.ablate_heads(model, [(layer, head)]), "minitf.ablate_heads"),
     ("position_ids", lambda ids: minitf.rope.position_ids(ids, "coupled"), "minitf.rope.position_ids"),
     ("widen_weight", lambda W, k: minitf.origami.widen_weight(W, k), "minitf.origami.widen_weight"),
+    # notebook 08's training pieces
+    ("output_loss", lambda logits, targets: F.cross_entropy(logits.flatten(0, 1), targets.flatten()),
+     "F.cross_entropy"),
+    ("output_loss", lambda logits, targets: minitf.masked_loss(logits, targets), "minitf.masked_loss"),
+    ("lr_at", lambda step, steps, lr, warmup, r=0.1: minitf.core.train.lr_at(step, steps, lr, warmup, r),
+     "minitf.core.train.lr_at"),
+    ("adamw", lambda *args: training_checks.torch_adamw_step(*args),
+     "minitf.course.training_checks.torch_adamw_step"),
+    ("clip_gradients", lambda parameters, max_norm: torch.nn.utils.clip_grad_norm_(parameters, max_norm),
+     "torch.nn.utils.clip_grad_norm_"),
 ]
 
 
