@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 import minitf
 from support import exercise_checks
+from test_training_parts import SLIPS
 from support import cells as notebook_cells
 from minitf import exercises as workbook
 from minitf import parts, solutions
@@ -681,14 +682,16 @@ CLASS_MISTAKES = [  # (exercise, the learner's class, diagnosis, words its feedb
 ]
 
 
-@pytest.mark.parametrize("name, wrong, diagnosis, words", MISTAKES + CLASS_MISTAKES,
-                         ids=[f"{m[0]}-{m[2]}" for m in MISTAKES + CLASS_MISTAKES])
-def test_a_typical_mistake_gets_its_own_diagnosis(name, wrong, diagnosis, words):
-    """A function's slip (MISTAKES) or a class's (CLASS_MISTAKES, notebook 08's modules)."""
+@pytest.mark.parametrize("name, wrong, diagnosis, words", MISTAKES + CLASS_MISTAKES + SLIPS,
+                         ids=[f"{m[0]}-{m[2]}" for m in MISTAKES + CLASS_MISTAKES + SLIPS])
+def test_a_typical_mistake_gets_its_own_diagnosis_first_and_its_own_hint(name, wrong, diagnosis, words):
+    """A function's slip (MISTAKES), a class's (CLASS_MISTAKES) or a training piece's (SLIPS: 08)."""
     with pytest.raises(minitf.ExerciseError) as info:
         workbook.run_check(name, wrong)
-    assert diagnosis in info.value.diagnoses, str(info.value)
-    assert words in str(info.value), str(info.value)
+    message = str(info.value)
+    assert info.value.diagnoses[0] == diagnosis and words in message, message
+    hint = workbook.EXERCISES[name].options.get("hints_by_diagnosis", {}).get(diagnosis)
+    assert hint is None or message.endswith(f"\nHint: {hint}"), message
 
 
 def test_a_class_whose_forward_returns_float64_is_refused_in_float32():
