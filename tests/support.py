@@ -112,6 +112,11 @@ def numbers(text: str, after: str = "") -> list[float]:
     return [float(m.replace(",", "").replace("−", "-")) for m in NUMBER.findall(text)]
 
 
+def percents(text: str) -> list[float]:
+    """The whole percentages written in `text`, as fractions: "87%" is 0.87."""
+    return [int(x) / 100 for x in re.findall(r"(\d+)%", text)]
+
+
 def outputs(notebook, results: bool = True) -> list[tuple[int, str]]:
     """(index, what it printed and showed) for every code cell."""
     return [(i, cell_output(c, results)) for i, c in enumerate(cells(notebook)) if c["cell_type"] == "code"]
