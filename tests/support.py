@@ -112,6 +112,11 @@ def numbers(text: str, after: str = "") -> list[float]:
     return [float(m.replace(",", "").replace("−", "-")) for m in NUMBER.findall(text)]
 
 
+def percents(text: str) -> list[float]:
+    """The whole percentages written in `text`, as fractions: "87%" is 0.87."""
+    return [int(x) / 100 for x in re.findall(r"(\d+)%", text)]
+
+
 def outputs(notebook, results: bool = True) -> list[tuple[int, str]]:
     """(index, what it printed and showed) for every code cell."""
     return [(i, cell_output(c, results)) for i, c in enumerate(cells(notebook)) if c["cell_type"] == "code"]
@@ -187,6 +192,13 @@ def attention_without_scale(q, k, v, mask):
         scores = scores.masked_fill(mask, float("-inf"))
     weights = scores.softmax(-1)
     return weights @ v, weights
+
+
+def block_without_residuals(blk, h, cos, sin):
+    """A block (either layout) that keeps neither residual connection."""
+    a, w = blk.attn(blk.norm1(h) if blk.pre_norm else h, cos, sin, need_weights=True)
+    h = a if blk.pre_norm else blk.norm1(a)
+    return (blk.ffn(blk.norm2(h)) if blk.pre_norm else blk.norm2(blk.ffn(h))), w
 
 
 # --- a notebook run with a learner's broken pieces saved -----------------------------------------------

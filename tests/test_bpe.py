@@ -6,6 +6,7 @@ import random
 import pytest
 
 from minitf.core.bpe import BPE, BPEError, apply_merges, pre_tokenize, train_bpe
+from minitf.course.solutions import my_count_pairs, my_merge  # notebook 15's plain loop
 
 SHAKESPEARE = "data/text/tinyshakespeare.txt"
 
@@ -17,28 +18,16 @@ def plain_merges(data: bytes, vocab_size: int, pattern: str = "none") -> list:
     for n in range(vocab_size - 256):
         counts = {}
         for c in chunks:
-            for pair in zip(c, c[1:]):
-                counts[pair] = counts.get(pair, 0) + 1
+            for pair, k in my_count_pairs(c).items():
+                counts[pair] = counts.get(pair, 0) + k
         if not counts:
             break
         pair = min(counts, key=lambda p: (-counts[p], p))
         if counts[pair] < 2:
             break
         merges.append(pair)
-        chunks = [plain_merge(c, pair, 256 + n) for c in chunks]
+        chunks = [my_merge(c, pair, 256 + n) for c in chunks]
     return merges
-
-
-def plain_merge(ids, pair, new):
-    out, i = [], 0
-    while i < len(ids):
-        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
-            out.append(new)
-            i += 2
-        else:
-            out.append(ids[i])
-            i += 1
-    return out
 
 
 def plain_encode(data: bytes, merges) -> list:
@@ -48,7 +37,7 @@ def plain_encode(data: bytes, merges) -> list:
         pair = min(set(zip(ids, ids[1:])), key=lambda p: ranks.get(p, float("inf")))
         if pair not in ranks:
             break
-        ids = plain_merge(ids, pair, ranks[pair])
+        ids = my_merge(ids, pair, ranks[pair])
     return ids
 
 
@@ -286,7 +275,6 @@ def _merge_dropping_the_last(ids, pair, new_id):
 
 
 def _train_first_seen(data, n_merges):
-    from minitf.course.solutions import my_count_pairs, my_merge
     ids, merges = list(data), []
     for n in range(n_merges):
         counts = my_count_pairs(ids)
@@ -301,7 +289,6 @@ def _train_first_seen(data, n_merges):
 
 
 def _train_without_stopping(data, n_merges):
-    from minitf.course.solutions import my_count_pairs, my_merge
     ids, merges = list(data), []
     for n in range(n_merges):
         counts = my_count_pairs(ids)
@@ -314,7 +301,6 @@ def _train_without_stopping(data, n_merges):
 
 
 def _encode_splitting_special(data, merges, special):
-    from minitf.course.solutions import my_merge
     ids = list(data)
     for n, pair in enumerate(merges):
         ids = my_merge(ids, pair, 256 + n)

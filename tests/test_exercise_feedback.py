@@ -173,6 +173,21 @@ def test_compare_says_the_same_without_a_function():
 
 # --- one test per recognised mistake -------------------------------------------------------------
 
+def centre_in_place(x):
+    x -= x.mean(-1, keepdim=True)
+    return x
+
+
+def padded_with_ignore(pairs):
+    ids, targets = minitf.make_batch(pairs)
+    return ids.masked_fill(ids == minitf.PAD, minitf.IGNORE), targets
+
+
+def masked_after_the_softmax(q, k, v, mask):
+    weights = attention(q, k, v)[1].masked_fill(mask, 0.0)
+    return weights @ v, weights
+
+
 WEIGHTS = dict(result_names=("output", "weights"))
 RECOGNISED = [  # (learner, reference, cases, options, words its message holds, diagnosis)
     (lambda q, k, v, mask: attention(q, k, v, mask, softmax_dim=-2), reference_attention, ATTENTION_CASES, WEIGHTS,
@@ -205,6 +220,19 @@ RECOGNISED = [  # (learner, reference, cases, options, words its message holds, 
      "your 1st and 2nd results are swapped: return (ids, targets) in this order", "results_swapped"),
     (lambda T: causal_mask(T).float(), causal_mask, [3], {},
      "dtype torch.float32, expected torch.bool\n  The values are right: make the result torch.bool", "dtype"),
+    (centre_in_place, lambda x: x - x.mean(-1, keepdim=True), [rand(2, 3)], {},
+     "your function changed its argument `x` in place; work on a copy", "changed_input"),
+    (padded_with_ignore, minitf.make_batch, [([minitf.Pair(b"Hi", b"Ij"), minitf.Pair(b"cat", b"dbu")],)],
+     dict(result_names=("ids", "targets")),
+     "\n  ids (your 1st result): 2 of 14 entries differ; first at index (0, 5): got -100, expected 0"
+     "\n    Wherever the expected result holds 0 (2 entries), yours holds -100, and everything else "
+     "is right: fill or pad with 0, not -100", "padding"),
+    (masked_after_the_softmax, reference_attention, ATTENTION_CASES, WEIGHTS,
+     "\n  weights (your 2nd result): ", "rows_not_summing_to_1"),
+    (masked_after_the_softmax, reference_attention, ATTENTION_CASES, WEIGHTS,
+     "Row (0, 0, 0) of your weights sums to 0.253", "rows_not_summing_to_1"),
+    (masked_after_the_softmax, reference_attention, ATTENTION_CASES, WEIGHTS,
+     ", not 1 (every row of the expected one sums to 1)", "rows_not_summing_to_1"),
 ]
 
 
@@ -213,19 +241,6 @@ RECOGNISED = [  # (learner, reference, cases, options, words its message holds, 
 def test_a_recognised_mistake_is_named_in_words(learner, reference, cases, options, words, diagnosis):
     error = fails(learner, reference, cases, **options)
     assert words in str(error) and error.diagnoses == (diagnosis,), str(error)
-
-
-def test_rows_not_summing_to_1():
-    def masked_after_the_softmax(q, k, v, mask):
-        weights = attention(q, k, v)[1].masked_fill(mask, 0.0)
-        return weights @ v, weights
-
-    error = fails(masked_after_the_softmax, reference_attention, ATTENTION_CASES,
-                  result_names=("output", "weights"))
-    assert "\n  weights (your 2nd result): " in str(error)
-    assert "Row (0, 0, 0) of your weights sums to 0.253" in str(error)
-    assert ", not 1 (every row of the expected one sums to 1)" in str(error)
-    assert error.diagnoses == ("rows_not_summing_to_1",)
 
 
 def test_right_values_in_the_wrong_slots():
@@ -276,29 +291,6 @@ def test_a_count_difference_is_shown_and_explained():
     assert error.diagnoses == ("count_difference",)
     msg = str(fails(lambda config: count(config) - 32, count, [minitf.Config()], explain_difference=explain))
     assert msg.endswith("got 2616, expected 2648; yours − expected = -32")  # no explanation fits
-
-
-def test_padding_with_the_wrong_value():
-    def padded_with_ignore(pairs):
-        ids, targets = minitf.make_batch(pairs)
-        return ids.masked_fill(ids == minitf.PAD, minitf.IGNORE), targets
-
-    pairs = [minitf.Pair(b"Hi", b"Ij"), minitf.Pair(b"cat", b"dbu")]
-    error = fails(padded_with_ignore, minitf.make_batch, [(pairs,)], result_names=("ids", "targets"))
-    assert ("\n  ids (your 1st result): 2 of 14 entries differ; first at index (0, 5): got -100, expected 0"
-            "\n    Wherever the expected result holds 0 (2 entries), yours holds -100, and everything else "
-            "is right: fill or pad with 0, not -100") in str(error)
-    assert error.diagnoses == ("padding",)
-
-
-def test_a_function_that_changes_its_input():
-    def centre_in_place(x):
-        x -= x.mean(-1, keepdim=True)
-        return x
-
-    error = fails(centre_in_place, lambda x: x - x.mean(-1, keepdim=True), [rand(2, 3)])
-    assert "your function changed its argument `x` in place; work on a copy" in str(error)
-    assert error.diagnoses == ("changed_input",)
 
 
 def test_a_result_in_float64_for_float32_inputs_is_named():

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from support import attention_without_scale
+from support import attention_without_scale, block_without_residuals, tiny_config
 from minitf import parts, solutions
 from minitf.core.config import MODERN
 
@@ -57,31 +57,68 @@ def layer_norm_unbiased(x, weight, bias, eps):
     return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
 
 
-WRONG = {
-    "attention": attention_without_scale,
-    "causal_mask": lambda T: torch.ones(T, T, dtype=torch.bool).triu(0),   # hides the diagonal too
-    "layer_norm": layer_norm_unbiased,
-    "feed_forward": lambda x, wu, bu, wd, bd: torch.relu((x @ wu.T + bu) @ wd.T + bd),  # ReLU at the end
-    "embed": lambda ids, table: table[ids.flip(-1)],
-}
+def layer_norm_in_float64(x, weight, bias, eps):
+    return solutions.my_layer_norm(x.double(), weight.double(), bias.double(), eps)
 
 
-@pytest.mark.parametrize("broken", sorted(WRONG))
-def test_the_check_names_the_broken_piece(broken):
+def swiglu_activating_the_gate(x, w_up, w_gate, w_down):
+    return (torch.nn.functional.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
+
+
+def softmax_without_the_maximum(x):  # no slot of its own: attention calls it by name
+    e = x.exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def merge_without_transpose(attn, x, cos, sin):
+    B, T, C = x.shape
+    q, k, v = (t.view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2) for t in attn.qkv(x).split(C, dim=-1))
+    q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+    y, w = solutions.my_attention(q, k, v, solutions.my_causal_mask(T))
+    return attn.out(y.reshape(B, T, C)), w
+
+
+def forward_without_positions(model, ids):
+    h = model.embed(ids)
+    cos, sin = minitf.rope_angles(model.blocks[0].attn.inv_freq, ids.size(1))
+    for blk in model.blocks:
+        h, _ = blk(h, cos, sin)
+    return model.head(model.final_norm(h))
+
+
+NB08 = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
+                     rope_base=20.0, position_ids="coupled", tie_embeddings=True)  # 08's model
+MODERN_SMALL = minitf.Config.modern(d_model=8, n_heads=2, n_layers=2, d_ff=12)  # RMSNorm, pre, SwiGLU, QK-norm
+WRONG = [  # (piece, a wrong one, the config it shows on, words the check says)
+    ("attention", attention_without_scale, minitf.Config(), ""),
+    ("causal_mask", lambda T: torch.ones(T, T, dtype=torch.bool).triu(0), minitf.Config(), ""),  # hides i == j too
+    ("layer_norm", layer_norm_unbiased, minitf.Config(), ""),
+    ("feed_forward", lambda x, wu, bu, wd, bd: torch.relu((x @ wu.T + bu) @ wd.T + bd),  # ReLU at the end
+     minitf.Config(), ""),
+    ("embed", lambda ids, table: table[ids.flip(-1)], minitf.Config(), ""),
+    ("apply_rope", rope_split_halves, minitf.Config(d_model=8, n_heads=2), ""),  # head_dim 2: the halves are the pair
+    ("position_ids", lambda ids: torch.arange(ids.size(1)).expand(ids.shape),  # usual numbering 0, 1, 2, …
+     minitf.Config(d_model=8, n_heads=2, position_ids="coupled"), ""),
+    ("layer_norm", layer_norm_in_float64, minitf.Config(), "right in float64, but in float32"),
+    ("swiglu", swiglu_activating_the_gate, MODERN_SMALL, "notebook 04"),
+    ("softmax", softmax_without_the_maximum, minitf.Config(), "overflows"),
+    ("multi_head_attention", merge_without_transpose, NB08, "notebook 03"),
+    ("block", block_without_residuals, tiny_config(), "notebook 04"),
+    ("block", block_without_residuals, tiny_config(norm_position="post"), "notebook 04"),
+    ("model_forward", forward_without_positions, NB08, "notebook 08"),
+]
+
+
+@pytest.mark.parametrize("broken, wrong, config, words", WRONG,
+                         ids=[f"{w[0]}-{w[1].__name__}" for w in WRONG])
+def test_the_check_names_the_broken_piece(broken, wrong, config, words):
     pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
-    pieces[broken] = WRONG[broken]
-    result = parts.check(parts.Parts(**pieces))
+    assert parts.check(parts.Parts(**pieces), config).ok
+    pieces[broken] = wrong
+    result = parts.check(parts.Parts(**pieces), config)
     assert not result.ok
     assert list(result.broken) == [broken], str(result)
-    assert f"broken piece: {broken}" in str(result)
-
-
-def test_usual_numbering_for_coupled_position_ids_is_named():
-    config = minitf.Config(d_model=8, n_heads=2, position_ids="coupled")
-    pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
-    pieces["position_ids"] = lambda ids: torch.arange(ids.size(1)).expand(ids.shape)  # 0, 1, 2, …
-    result = parts.check(parts.Parts(**pieces), config)
-    assert list(result.broken) == ["position_ids"], str(result)
+    assert f"broken piece: {broken}" in str(result) and words in str(result), str(result)
 
 
 def test_every_saved_reference_piece_loads_back_and_computes_minitfs_logits(tmp_path, monkeypatch):
@@ -95,16 +132,6 @@ def test_every_saved_reference_piece_loads_back_and_computes_minitfs_logits(tmp_
     ids, targets = mine.make_batch(minitf.make_pairs("shift", 4, seed=0))
     expected = minitf.make_batch(minitf.make_pairs("shift", 4, seed=0))
     assert torch.equal(ids, expected[0]) and torch.equal(targets, expected[1])
-
-
-def test_rope_split_halves_is_named_on_a_model_with_head_dim_4():
-    # with head_dim 2 the halves are the pair, so the mistake only shows on wider heads
-    config = minitf.Config(d_model=8, n_heads=2)
-    pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
-    assert parts.check(parts.Parts(**pieces), config).ok
-    pieces["apply_rope"] = rope_split_halves
-    result = parts.check(parts.Parts(**pieces), config)
-    assert list(result.broken) == ["apply_rope"], str(result)
 
 
 def test_a_piece_that_raises_is_named_with_its_error():
@@ -154,15 +181,6 @@ def test_a_piece_that_changes_the_dtype_is_named_by_its_float32_run(config):
     assert "it does not keep its inputs' dtype" in piece
 
 
-def test_a_piece_that_returns_float64_everywhere_is_named():
-    def layer_norm_in_float64(x, weight, bias, eps):
-        return solutions.my_layer_norm(x.double(), weight.double(), bias.double(), eps)
-
-    result = parts.check(parts.Parts(layer_norm=layer_norm_in_float64, feed_forward=solutions.my_feed_forward))
-    assert list(result.broken) == ["layer_norm"], str(result)
-    assert "right in float64, but in float32" in str(result)
-
-
 def test_the_float32_run_agrees_to_float32_precision():
     result = parts.check(ALL)
     assert result.ok and 0 <= result.float32 < 1e-5 and result.tolerance32 == 1e-4
@@ -182,27 +200,9 @@ def test_the_assembled_model_trains_with_the_learners_batch():
     assert history.loss[-1] < history.loss[0] - 0.5
 
 
-def test_a_modern_model_from_your_pieces_computes_minitfs_logits_and_a_swapped_swiglu_is_named():
-    # Config.modern: RMSNorm, pre-norm, no biases, the SiLU-gated FFN (SwiGLU), QK-norm
-    config = minitf.Config.modern(d_model=8, n_heads=2, n_layers=2, d_ff=12)
-    assert parts.check(ALL, config).ok
-    model = parts.assemble(config, ALL)
-    assert type(model.blocks[0].ffn).__name__ == "YourGatedFeedForward"
-
-    def swiglu_activating_the_gate(x, w_up, w_gate, w_down):
-        return (torch.nn.functional.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
-
-    result = parts.check(parts.Parts(swiglu=swiglu_activating_the_gate), config)
-    assert list(result.broken) == ["swiglu"] and "notebook 04" in str(result)
-
-
-def test_a_broken_softmax_is_named_though_it_has_no_slot_of_its_own():
-    def softmax_without_the_maximum(x):
-        e = x.exp()
-        return e / e.sum(-1, keepdim=True)
-
-    result = parts.check(parts.Parts(softmax=softmax_without_the_maximum))
-    assert list(result.broken) == ["softmax"] and "overflows" in str(result), str(result)
+def test_a_modern_model_from_your_pieces_computes_minitfs_logits_through_your_gated_ffn():
+    assert parts.check(ALL, MODERN_SMALL).ok
+    assert type(parts.assemble(MODERN_SMALL, ALL).blocks[0].ffn).__name__ == "YourGatedFeedForward"
 
 
 def test_a_saved_softmax_over_the_wrong_dimension_is_blamed_alone(tmp_path, monkeypatch):
@@ -231,10 +231,8 @@ def test_a_passing_model_shows_each_dtype_s_rounding():
     assert "allows 1e-09" in line and "allows 1e-04" in line
 
 
-def test_your_multi_head_attention_runs_the_model_with_your_attention_inside_and_a_wrong_merge_is_named():
-    config = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
-                           rope_base=20.0, position_ids="coupled", tie_embeddings=True)  # 08's model
-    calls = []
+def test_your_multi_head_attention_runs_the_model_with_your_attention_inside():
+    config, calls = NB08, []
 
     def counting_attention(q, k, v, mask):
         calls.append(mask is not None)
@@ -247,52 +245,22 @@ def test_your_multi_head_attention_runs_the_model_with_your_attention_inside_and
     assert calls == [True]  # the forward is yours, and the attention it calls by name is the Parts' one
     assert parts.check(parts.Parts(multi_head_attention=solutions.my_multi_head_attention), config).ok
 
-    def merge_without_transpose(attn, x, cos, sin):
-        B, T, C = x.shape
-        q, k, v = (t.view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
-                   for t in attn.qkv(x).split(C, dim=-1))
-        q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
-        y, w = solutions.my_attention(q, k, v, solutions.my_causal_mask(T))
-        return attn.out(y.reshape(B, T, C)), w
-
-    result = parts.check(parts.Parts(multi_head_attention=merge_without_transpose), config)
-    assert list(result.broken) == ["multi_head_attention"] and "notebook 03" in str(result)
-
 
 @pytest.mark.parametrize("position", ["pre", "post"])
-def test_your_block_runs_the_model_and_a_block_without_residuals_is_named(position):
-    config = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position=position, dropout=0.0)
+def test_your_block_runs_the_model(position):
+    config = tiny_config(norm_position=position)
     model = parts.assemble(config, block=solutions.my_block)
     assert all(type(b).__name__ == "YourBlock" for b in model.blocks)
     assert parts.check(parts.Parts(block=solutions.my_block), config).ok
 
-    def block_without_residuals(blk, h, cos, sin):
-        a, w = blk.attn(blk.norm1(h) if blk.pre_norm else h, cos, sin, need_weights=True)
-        h = a if blk.pre_norm else blk.norm1(a)
-        return (blk.ffn(blk.norm2(h)) if blk.pre_norm else blk.norm2(blk.ffn(h))), w
-
-    result = parts.check(parts.Parts(block=block_without_residuals), config)
-    assert list(result.broken) == ["block"] and "notebook 04" in str(result)
-
 
 def test_with_every_piece_yours_the_model_is_yours_from_its_forward_down_and_computes_minitfs_logits():
-    config = minitf.Config(d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_position="pre", dropout=0.0,
-                           rope_base=20.0, position_ids="coupled", tie_embeddings=True)  # 08's model
+    config = NB08
     model = parts.assemble(config, ALL)
     kinds = [type(model).__name__, type(model.blocks[0]).__name__, type(model.blocks[0].attn).__name__,
              type(model.blocks[0].ffn).__name__, type(model.embed).__name__]
     assert kinds == ["YourTransformer", "YourBlock", "YourAttention", "YourFeedForward", "YourEmbedding"]
     assert parts.check(ALL, config).ok
-
-    def forward_without_positions(model, ids):
-        h = model.embed(ids)
-        cos, sin = minitf.rope_angles(model.blocks[0].attn.inv_freq, ids.size(1))
-        for blk in model.blocks:
-            h, _ = blk(h, cos, sin)
-        return model.head(model.final_norm(h))
-
-    result = parts.check(parts.Parts(model_forward=forward_without_positions), config)
-    assert list(result.broken) == ["model_forward"] and "notebook 08" in str(result)
 
 
 def test_check_yours_takes_the_reference_for_an_unwritten_piece_and_names_a_wrong_one(capsys):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import minitf
-from support import ROOT, assert_close_float32, attention_without_scale, markdown
+from support import ROOT, assert_close_float32, attention_without_scale, block_without_residuals, markdown
 from minitf import attention, causal_mask, solutions
 from minitf.core.rope import rope_angles
 from minitf.course import exercises, speaking
@@ -262,12 +262,6 @@ def forward_without_the_final_norm(model, ids):
     for block in model.blocks:
         h, _ = block(h, cos, sin)
     return model.head(h)
-
-
-def block_without_residuals(block, h, cos, sin):
-    a, w = block.attn(block.norm1(h) if block.pre_norm else h, cos, sin, need_weights=True)
-    h = a if block.pre_norm else block.norm1(a)
-    return (block.ffn(block.norm2(h)) if block.pre_norm else block.norm2(block.ffn(h))), w
 
 
 def test_a_forward_without_its_final_norm_writes_another_greedy_text_and_is_named(lm, window):

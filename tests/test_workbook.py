@@ -7,10 +7,11 @@ import torch.nn.functional as F
 
 import minitf
 from support import exercise_checks
+from test_training_parts import SLIPS
 from support import cells as notebook_cells
 from minitf import exercises as workbook
 from minitf import parts, solutions
-from minitf.course import declaration
+from minitf.course import declaration, training_checks
 
 NAMES = list(workbook.EXERCISES)
 
@@ -30,10 +31,11 @@ def test_a_stub_is_reported_as_not_written(name, capsys):
     assert "not written yet" in capsys.readouterr().out
 
 
-def test_every_exercise_says_what_it_teaches_how_hard_and_how_long():
+def test_every_exercise_says_what_it_teaches_how_hard_how_long_and_which_calls_are_fine():
     for ex in workbook.EXERCISES.values():
         assert 1 <= ex.difficulty <= 5 and 1 <= ex.minutes <= 60 and ex.teaches and ex.hint
         assert ex.header.startswith("difficulty ") and f"about {ex.minutes} min" in ex.header
+        assert ex.library and " fine" in ex.own_work, ex.name
 
 
 def test_an_unknown_exercise_names_the_known_ones():
@@ -53,21 +55,27 @@ def test_a_passing_piece_is_saved_and_loads_back(tmp_path, monkeypatch, capsys):
     assert torch.allclose(out, minitf.attention(q, k, v, minitf.causal_mask(4))[0])
 
 
-def test_a_failing_piece_is_not_saved(tmp_path, monkeypatch, capsys):
+def my_causal_mask(T):
+    return torch.ones(T, T, dtype=torch.bool).tril()  # inverted meaning
+
+
+def my_layer_norm(x, weight, bias, eps):
+    return F.layer_norm(x, weight.shape, weight, bias, eps)
+
+
+NOT_SAVED = [  # (exercise, piece, what the learner is told): failing, a lambda, a library call
+    ("causal_mask", my_causal_mask, "Hint:"),
+    ("causal_mask", lambda T: torch.ones(T, T, dtype=torch.bool).triu(1), "write it with `def`"),
+    ("layer_norm", my_layer_norm, "my_layer_norm uses F.layer_norm"),
+]
+
+
+@pytest.mark.parametrize("name, piece, says", NOT_SAVED, ids=["failing", "lambda", "refused"])
+def test_a_failing_refused_or_lambda_piece_is_not_saved(name, piece, says, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path))
-
-    def my_causal_mask(T):
-        return torch.ones(T, T, dtype=torch.bool).tril()  # inverted meaning
-
-    minitf.exercise("causal_mask", my_causal_mask)
-    assert "Hint:" in capsys.readouterr().out
-    assert not list(tmp_path.iterdir())
-
-
-def test_a_lambda_passes_but_is_not_saved(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path))
-    minitf.exercise("causal_mask", lambda T: torch.ones(T, T, dtype=torch.bool).triu(1))
-    assert "write it with `def`" in capsys.readouterr().out
+    minitf.exercise(name, piece)
+    out = capsys.readouterr().out
+    assert says in out and "saved" not in out
     assert not list(tmp_path.iterdir())
 
 
@@ -340,15 +348,6 @@ MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must cont
 ]
 
 
-@pytest.mark.parametrize("name, wrong, diagnosis, words", MISTAKES,
-                         ids=[f"{m[0]}-{m[2]}" for m in MISTAKES])
-def test_a_typical_mistake_gets_its_own_diagnosis(name, wrong, diagnosis, words):
-    with pytest.raises(minitf.ExerciseError) as info:
-        workbook.run_check(name, wrong)
-    assert diagnosis in info.value.diagnoses, str(info.value)
-    assert words in str(info.value), str(info.value)
-
-
 # --- the notebooks show these exercises, with their solutions, and no answer before them ----------
 
 def test_every_exercise_appears_in_its_notebook():
@@ -517,6 +516,16 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("ablate_head", lambda model, layer, head: minitf.ablate_heads(model, [(layer, head)]), "minitf.ablate_heads"),
     ("position_ids", lambda ids: minitf.rope.position_ids(ids, "coupled"), "minitf.rope.position_ids"),
     ("widen_weight", lambda W, k: minitf.origami.widen_weight(W, k), "minitf.origami.widen_weight"),
+    # notebook 08's training pieces
+    ("output_loss", lambda logits, targets: F.cross_entropy(logits.flatten(0, 1), targets.flatten()),
+     "F.cross_entropy"),
+    ("output_loss", lambda logits, targets: minitf.masked_loss(logits, targets), "minitf.masked_loss"),
+    ("lr_at", lambda step, steps, lr, warmup, r=0.1: minitf.core.train.lr_at(step, steps, lr, warmup, r),
+     "minitf.core.train.lr_at"),
+    ("adamw", lambda *args: training_checks.torch_adamw_step(*args),
+     "minitf.course.training_checks.torch_adamw_step"),
+    ("clip_gradients", lambda parameters, max_norm: torch.nn.utils.clip_grad_norm_(parameters, max_norm),
+     "torch.nn.utils.clip_grad_norm_"),
 ]
 
 
@@ -537,11 +546,6 @@ def test_a_piece_that_calls_the_library_it_recreates_is_refused(name, call, name
 def test_the_reference_itself_is_refused_as_an_answer(name):
     # each reference is the library function (or calls it): handing it in is the loophole
     assert not workbook.passes(name, workbook.EXERCISES[name].reference)
-
-
-def test_every_exercise_says_which_calls_are_fine():
-    for ex in workbook.EXERCISES.values():
-        assert ex.library and " fine" in ex.own_work, ex.name
 
 
 def layer_norm_with_var(x, weight, bias, eps):
@@ -581,18 +585,6 @@ ALLOWED = [  # the calls each exercise's text says are fine
 @pytest.mark.parametrize("name, fn", ALLOWED, ids=[f"{a[0]}-{i}" for i, a in enumerate(ALLOWED)])
 def test_the_calls_an_exercise_allows_pass(name, fn):
     assert workbook.run_check(name, fn).startswith("✓")
-
-
-def test_a_refused_piece_is_not_saved(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path))
-
-    def my_layer_norm(x, weight, bias, eps):
-        return F.layer_norm(x, weight.shape, weight, bias, eps)
-
-    minitf.exercise("layer_norm", my_layer_norm)
-    out = capsys.readouterr().out
-    assert out.startswith("my_layer_norm uses F.layer_norm") and "saved" not in out
-    assert not list(tmp_path.iterdir())
 
 
 # --- the model as the learner's own modules (notebook 08): built, loaded by name, run ---------------
@@ -690,13 +682,16 @@ CLASS_MISTAKES = [  # (exercise, the learner's class, diagnosis, words its feedb
 ]
 
 
-@pytest.mark.parametrize("name, wrong, diagnosis, words", CLASS_MISTAKES,
-                         ids=[f"{m[0]}-{m[2]}" for m in CLASS_MISTAKES])
-def test_a_class_with_a_typical_mistake_gets_its_own_diagnosis(name, wrong, diagnosis, words):
+@pytest.mark.parametrize("name, wrong, diagnosis, words", MISTAKES + CLASS_MISTAKES + SLIPS,
+                         ids=[f"{m[0]}-{m[2]}" for m in MISTAKES + CLASS_MISTAKES + SLIPS])
+def test_a_typical_mistake_gets_its_own_diagnosis_first_and_its_own_hint(name, wrong, diagnosis, words):
+    """A function's slip (MISTAKES), a class's (CLASS_MISTAKES) or a training piece's (SLIPS: 08)."""
     with pytest.raises(minitf.ExerciseError) as info:
         workbook.run_check(name, wrong)
-    assert diagnosis in info.value.diagnoses, str(info.value)
-    assert words in str(info.value), str(info.value)
+    message = str(info.value)
+    assert info.value.diagnoses[0] == diagnosis and words in message, message
+    hint = workbook.EXERCISES[name].options.get("hints_by_diagnosis", {}).get(diagnosis)
+    assert hint is None or message.endswith(f"\nHint: {hint}"), message
 
 
 def test_a_class_whose_forward_returns_float64_is_refused_in_float32():

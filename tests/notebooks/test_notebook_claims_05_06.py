@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import minitf
-from support import ROOT as ROOT_DIR, executed, markdown, numbers, printed
+from support import ROOT as ROOT_DIR, executed, markdown, numbers, percents, printed
 from minitf import heatmaps
 from minitf.core.baselines import baseline_losses
 from minitf.views.sampling_view import sample_output
@@ -77,11 +77,6 @@ def test_06_layer_1_heads_rest_on_the_first_byte_for_input_rows():
 def printed_06(containing: str) -> str:
     """What the code cell of the executed notebook 06 whose source contains that printed."""
     return printed("06_attention_heatmaps", containing=containing)
-
-
-def percents(line: str) -> list[float]:
-    import re
-    return [int(x) / 100 for x in re.findall(r"(\d+)%", line)]
 
 
 def scores_by_layer(text: str) -> dict[int, list[float]]:

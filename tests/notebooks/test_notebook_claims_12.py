@@ -2,18 +2,13 @@
 stored length study (minitf/experiments/stored/length_study.json) and, for the Try-this, to a run
 of the hand-set model. The exercises' checks are held in tests/test_by_hand.py."""
 import ast
-import re
 
 import pytest
 
 import minitf
-from support import cell_output, code_cell, markdown, numbers, printed
+from support import cell_output, code_cell, markdown, numbers, percents, printed
 
 NOTEBOOK = "12_weights_by_hand"
-
-
-def percents(line):
-    return [int(x) / 100 for x in re.findall(r"(\d+)%", line)]
 
 
 def scores_by_solver():
