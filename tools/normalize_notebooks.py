@@ -8,7 +8,9 @@ tests/browser/check_notebooks.py, step 0):
   `"collapsed": true`;
 * the kernelspec's display name becomes the one ipykernel installs, "Python 3 (ipykernel)";
 * a number is a JavaScript number: a float with an integral value (`1.0` in a widget's saved state)
-  is written as an integer (`1`).
+  is written as an integer (`1`);
+* multi-line text (a cell's source, a printed stream, a text output) is a list of lines, each with
+  its newline, even where the notebook held several lines in one string (nbformat's split_lines).
 
 nbconvert (re-executing a notebook) writes the first two back as they were and floats as Python
 does, so run this after re-executing:
@@ -38,9 +40,22 @@ def as_javascript_number(value):
     return value
 
 
+def as_lines(text):
+    """A text as the list of its lines, each keeping its newline (a string stays a list of one)."""
+    return "".join(text).splitlines(keepends=True) if isinstance(text, list) else text
+
+
 def normalized(nb: dict) -> dict:
     """The notebook as JupyterLab would save it."""
     nb = as_javascript_number(nb)
+    for cell in nb["cells"]:
+        cell["source"] = as_lines(cell.get("source", []))
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                out["text"] = as_lines(out["text"])
+            for kind, value in out.get("data", {}).items():
+                if kind.startswith("text/") or kind in ("application/javascript", "image/svg+xml"):
+                    out["data"][kind] = as_lines(value)
     spec = nb.get("metadata", {}).get("kernelspec")
     if spec and spec.get("name") == "python3":
         spec["display_name"] = KERNEL_DISPLAY_NAME
