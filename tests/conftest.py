@@ -1,17 +1,45 @@
-"""pytest's set-up for the suite: fixtures and the thread count. What test files share (ROOT, the
-notebook readers, the float32 comparison, the model factories) is in tests/support.py."""
+"""pytest's set-up for the suite: fixtures, the thread count and a quick exit. What test files
+share (ROOT, the notebook readers, the float32 comparison, the model factories) is in
+tests/support.py.
+
+Under xdist (`make test`) the controller process runs no test, so nothing here imports torch at
+module level: the controller would spend ~1 s importing it before it starts the workers, and more
+tearing it down at the end."""
 import os
+import sys
+from pathlib import Path
 
 import pytest
-import torch
 
-from support import ROOT
-
+ROOT = Path(__file__).resolve().parents[1]  # as support.ROOT, without importing support (torch)
 collect_ignore = ["browser"]  # the real-browser check runs through `make test-browser`
 
-# the models are tiny: one thread is as fast, and steady on a busy machine. MINITF_THREADS=2 runs
-# the suite with two, to check that no result depends on how a sum was split between threads.
-torch.set_num_threads(int(os.environ.get("MINITF_THREADS", "1")))
+
+def _runs_tests(config) -> bool:
+    """This process runs tests: an xdist worker, or a run without xdist (`-n 0` or no -n)."""
+    return hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
+
+
+def _exit_at_once() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def pytest_configure(config):
+    if not _runs_tests(config):
+        return
+    import torch
+    # the models are tiny: one thread is as fast, and steady on a busy machine. MINITF_THREADS=2 runs
+    # the suite with two, to check that no result depends on how a sum was split between threads.
+    torch.set_num_threads(int(os.environ.get("MINITF_THREADS", "1")))
+    if hasattr(config, "workerinput"):
+        # An xdist worker has sent its results when its interpreter exits; tearing down torch,
+        # matplotlib and every object the tests left takes ~1 s more, which the controller waits for
+        # before it reports. Registered now, this runs after the atexit handlers that libraries
+        # register later (atexit runs last-registered first), then skips the rest of the teardown.
+        import atexit
+        atexit.register(_exit_at_once)
 
 
 @pytest.fixture(autouse=True)
@@ -24,6 +52,7 @@ def _run_from_repo_root(monkeypatch):
 def one_thread():
     """One thread for tests whose numbers were stored from one-thread runs (the checkpoints, the
     notebooks' training claims), whatever MINITF_THREADS says: small models also train fastest so."""
+    import torch
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -2,6 +2,7 @@
 `train --help`, and for the full command a `--recipe` run records."""
 from __future__ import annotations
 
+import functools
 import shlex
 import textwrap
 
@@ -43,6 +44,7 @@ def unused_settings(args) -> list[str]:
     return unused
 
 
+@functools.cache  # the recipes are fixed; every command line builds the parser that shows them
 def recipes_help() -> str:
     """The recipes as `train --help` lists them: each one's description and its flags."""
     lines = ["recipes (--recipe NAME; flags given on the command line override the recipe's):"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -167,9 +168,15 @@ def write_pairs(path, pairs: Iterable[Pair], *, overwrite: bool = False) -> Path
 PRINTABLE = bytes(range(32, 127))  # space … ~
 
 
+_SHIFTED = bytes(32 if c == 126 else (c + 1) % 256 for c in range(256))  # 255 is refused below
+
+
 def shift_bytes(b: bytes) -> bytes:
     """Each printable byte + 1, with ~ (126) wrapping to space (32): the rule of the seed's pairs."""
-    return bytes(32 if c == 126 else c + 1 for c in b)
+    b = bytes(b)
+    if 255 in b:
+        raise ValueError("shift_bytes: byte 255 has no next byte")
+    return b.translate(_SHIFTED)
 
 
 TASKS = {
@@ -226,9 +233,9 @@ def iter_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: i
         while made < n:
             if repeats and rng.random() < repeats:
                 few = rng.sample(pool, min(len(pool), rng.randint(2, 6)))
-                x = bytes(rng.choice(few) for _ in range(rng.randint(max(min_len, min(3, max_len)), max_len)))
+                x = bytes([rng.choice(few) for _ in range(rng.randint(max(min_len, min(3, max_len)), max_len))])
             else:
-                x = bytes(rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len)))
+                x = bytes([rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len))])
             if x not in seen:
                 seen.add(x)
                 made += 1
@@ -247,11 +254,19 @@ def make_splits(task: str, n_train: int, n_val: int, seed: int = 0, *, min_len: 
     held-out inputs (default 0: uniform random text). A pairs file of one's own holds out part of
     itself instead (`train --train FILE` without `--val`: minitf.cli.settings.hold_out).
     min_len = max_len gives inputs of one length: the byte to copy then sits a fixed distance back.
+    The same arguments give the same pairs, so the last few splits are kept: a checkpoint's pairs
+    asked for again (checkpoint_pairs, in a notebook's next cell) come back at once, as new lists.
     """
+    train, val = _splits(task, n_train, n_val, seed, min_len, max_len, repeats, val_repeats)
+    return list(train), list(val)
+
+
+@functools.lru_cache(maxsize=4)
+def _splits(task, n_train, n_val, seed, min_len, max_len, repeats, val_repeats):
     train = make_pairs(task, n_train, seed + 1000, min_len=min_len, max_len=max_len, repeats=repeats)
     val = make_pairs(task, n_val, seed + 2000, min_len=min_len, max_len=max_len,
                      exclude=[p.input for p in train], repeats=val_repeats)
-    return train, val
+    return tuple(train), tuple(val)
 
 
 # --- batches -------------------------------------------------------------------------------------
