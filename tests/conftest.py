@@ -33,11 +33,16 @@ def pytest_configure(config):
     # the models are tiny: one thread is as fast, and steady on a busy machine. MINITF_THREADS=2 runs
     # the suite with two, to check that no result depends on how a sum was split between threads.
     torch.set_num_threads(int(os.environ.get("MINITF_THREADS", "1")))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
     if hasattr(config, "workerinput"):
-        # An xdist worker has sent its results when its interpreter exits; tearing down torch,
-        # matplotlib and every object the tests left takes ~1 s more, which the controller waits for
-        # before it reports. Registered now, this runs after the atexit handlers that libraries
-        # register later (atexit runs last-registered first), then skips the rest of the teardown.
+        # An xdist worker has sent its results by now. Its interpreter's teardown (the libraries'
+        # atexit handlers: zmq contexts, jupyter_client's kernel managers; then torch, matplotlib
+        # and every object the tests left) took 0.5-2.5 s more, which the controller waits for
+        # before it reports. atexit runs the last-registered first: this one ends the process at
+        # once. nbval has shut each notebook's kernel down already, at its last cell's teardown.
         import atexit
         atexit.register(_exit_at_once)
 
