@@ -1,4 +1,4 @@
-"""The ablation ladder (notebook 05): `load_ablation()` reads the stored `ablation.json` (written
+"""The ablation ladder (notebooks 04 and 11): `load_ablation()` reads the stored `ablation.json` (written
 by bench/ablation.py) as an `Ablation`, one `Row` per task, rung and variant, averaged over the
 random seeds; notebooks print it or plot it and never touch the JSON.
 
@@ -80,7 +80,7 @@ class Ablation:
         return list(dict.fromkeys(r.task for r in self.rows))
 
     def only(self, *rungs: str) -> "Ablation":
-        """The same results restricted to some rungs, e.g. ladder.only("tiny 2×2") for notebook 05."""
+        """The same results restricted to some rungs, e.g. ladder.only("tiny 2×2") for notebook 11."""
         unknown = [r for r in rungs if r not in self.rungs]
         if unknown:
             raise KeyError(f"no rung {unknown[0]!r}; the rungs are {list(self.rungs)}")

@@ -2,7 +2,7 @@
 binds this module as `minitf.results`; each study lives in its own module, and this one gathers
 their readers under one name:
 
-    ladder = minitf.results.load_ablation()      # ablation.py (notebook 05)
+    ladder = minitf.results.load_ablation()      # ablation.py (notebooks 04, 11)
     ladder.row("copy", "no FFN").exact_match
     minitf.results.load_growth()                 # origami_growth.py (07, 13)
     minitf.results.load_recipe_growth()          # origami_growth.py (13)
