@@ -1,5 +1,6 @@
 """The Explorer's view model: for one traced input and one followed position, every card of numbers
-the browser draws (`build_view`), as JSON-ready data with each cell's trace key and provenance.
+the browser draws (`build_view`), with each cell's trace key and provenance, sent as JSON
+(`as_json`).
 
 Kept apart from the widget so the tests read the view without a browser, and apart from the
 picture, which draws a summary of the same trace with matplotlib."""
@@ -60,7 +61,7 @@ def _norm_cards(tr: Trace, name: str, prefix: str, norm, t: int, pos: str, role:
 
 
 def build_view(tr: Trace, position: int) -> dict:
-    """Everything the widget draws for one followed position, as JSON-ready data.
+    """Everything the widget draws for one followed position (JSON-ready but for `prov`: as_json).
 
     Every card lists its cells' trace keys; `prov` maps each key to Trace.explain(key), written
     when first read (`Provenance`).
