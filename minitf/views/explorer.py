@@ -15,6 +15,9 @@ browser. With ipywidgets every hover would be a round trip to the kernel and a c
 need a compiled JupyterLab extension; anywidget (0.11, pinned) runs our own plain ES module
 (`static/explorer.js`, no CDN, works offline) on top of ipywidgets' traitlet sync. The kernel is
 needed only to recompute the trace when the input, the followed position or the step changes.
+So the view the kernel sends holds every number's explanation (a saved notebook's widget state keeps
+them too); outside a kernel, where no browser receives it, an explanation is written only when read
+(`explorer_model.Provenance`).
 
 Without a kernel (a stored notebook, a static page) the output shows `static_png()`, a matplotlib
 summary of the followed position (the bytes and their embedding rows, every head's weights, layer
@@ -45,7 +48,7 @@ from __future__ import annotations
 import pathlib
 
 from ..core.tokens import show
-from .explorer_model import MAX_BYTES, build_view, output_ended
+from .explorer_model import MAX_BYTES, as_json, build_view, output_ended
 from .explorer_picture import error_picture, picture
 from .explorer_text import from_text, to_text
 from .pictures import FIGURE_DPI, ShowsPicture, figure_png
@@ -61,6 +64,7 @@ def _widget_class():
     global _WIDGET_CLASS
     if _WIDGET_CLASS is None:
         import anywidget
+        import comm
         import traitlets
 
         class ExplorerWidget(anywidget.AnyWidget):
@@ -68,7 +72,13 @@ def _widget_class():
             _css = STATIC / "explorer.css"
             text = traitlets.Unicode("").tag(sync=True)
             position = traitlets.Int(0).tag(sync=True)
-            view = traitlets.Dict().tag(sync=True)
+            view = traitlets.Dict().tag(sync=True, to_json=as_json)
+
+            def send_state(self, key=None):
+                # outside a kernel (a script, a test) the comm is a DummyComm: no browser can
+                # receive the state, so the explanations are not written for it
+                if not isinstance(self.comm, comm.DummyComm):
+                    super().send_state(key)
 
             def __repr__(self):
                 return "ExplorerWidget()"

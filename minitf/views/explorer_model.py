@@ -1,9 +1,12 @@
 """The Explorer's view model: for one traced input and one followed position, every card of numbers
-the browser draws (`build_view`), as JSON-ready data with each cell's trace key and provenance.
+the browser draws (`build_view`), with each cell's trace key and provenance, sent as JSON
+(`as_json`).
 
 Kept apart from the widget so the tests read the view without a browser, and apart from the
 picture, which draws a summary of the same trace with matplotlib."""
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from ..core.tokens import EOS, TAB, show
 from .trace import Trace
@@ -58,9 +61,10 @@ def _norm_cards(tr: Trace, name: str, prefix: str, norm, t: int, pos: str, role:
 
 
 def build_view(tr: Trace, position: int) -> dict:
-    """Everything the widget draws for one followed position, as JSON-ready data.
+    """Everything the widget draws for one followed position (JSON-ready but for `prov`: as_json).
 
-    Every card lists its cells' trace keys; `prov` maps each key to Trace.explain(key).
+    Every card lists its cells' trace keys; `prov` maps each key to Trace.explain(key), written
+    when first read (`Provenance`).
     """
     c, T, t = tr.config, len(tr.ids), position
     labels = tr.labels
@@ -164,7 +168,42 @@ def build_view(tr: Trace, position: int) -> dict:
                      "prediction": {"byte": nxt, "label": show([nxt]), "name": BYTE_NAMES.get(nxt, ""),
                                     "p": float(tr.probs[t, nxt])},
                      "ended": output_ended(tr.ids)},
-            "sections": sections, "prov": {k: tr.explain(k) for k in keys}}
+            "sections": sections, "prov": Provenance(tr, keys)}
+
+
+class Provenance(Mapping):
+    """Trace.explain(key) for each key a view shows, each written when first read.
+
+    A view of the language model shows ~8,600 numbers, and writing every explanation costs more
+    than the trace itself; Python needs them only when one is read, and the widget writes them all
+    (`as_json`) when it sends the view to a browser, whose tooltips must answer without a kernel."""
+
+    def __init__(self, tr: Trace, keys):
+        self._trace = tr
+        self._keys = dict.fromkeys(keys)  # the shown keys, in order; None: not yet written
+
+    def __getitem__(self, key: str) -> str:
+        if self._keys.get(key) is None:
+            if key not in self._keys:
+                raise KeyError(f"{key!r} is not shown in this view")
+            self._keys[key] = self._trace.explain(key)
+        return self._keys[key]
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __repr__(self) -> str:
+        return f"Provenance({len(self)} keys)"
+
+
+def as_json(view: dict, widget=None) -> dict:
+    """The view as the browser receives it: plain JSON, every explanation written out (the
+    widget's `view` trait serialises through this)."""
+    prov = view.get("prov")
+    return view if prov is None else {**view, "prov": {k: prov[k] for k in prov}}
 
 
 BYTE_NAMES = {TAB: "TAB: the input ends", EOS: "EOS: the output ends"}
