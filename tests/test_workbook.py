@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 import minitf
 from support import exercise_checks
+from test_bpe import SLIPS as BPE_SLIPS
 from test_training_parts import SLIPS
 from support import cells as notebook_cells
 from minitf import exercises as workbook
@@ -682,10 +683,12 @@ CLASS_MISTAKES = [  # (exercise, the learner's class, diagnosis, words its feedb
 ]
 
 
-@pytest.mark.parametrize("name, wrong, diagnosis, words", MISTAKES + CLASS_MISTAKES + SLIPS,
-                         ids=[f"{m[0]}-{m[2]}" for m in MISTAKES + CLASS_MISTAKES + SLIPS])
+ALL_MISTAKES = MISTAKES + CLASS_MISTAKES + SLIPS + BPE_SLIPS
+
+
+@pytest.mark.parametrize("name, wrong, diagnosis, words", ALL_MISTAKES, ids=[f"{m[0]}-{m[2]}" for m in ALL_MISTAKES])
 def test_a_typical_mistake_gets_its_own_diagnosis_first_and_its_own_hint(name, wrong, diagnosis, words):
-    """A function's slip (MISTAKES), a class's (CLASS_MISTAKES) or a training piece's (SLIPS: 08)."""
+    """A function's slip (MISTAKES), a class's (CLASS_MISTAKES), a training piece's (SLIPS: 08), BPE's (15)."""
     with pytest.raises(minitf.ExerciseError) as info:
         workbook.run_check(name, wrong)
     message = str(info.value)
