@@ -263,6 +263,7 @@ REFUSED = [  # (config, growth, the reason its refusal gives)
     (Config(), lambda m: deepen(m, after=[-1]), "post-norm.*pre-norm"),  # before the first layer
     (Config(positional="sinusoidal"), widen, "sinusoidal"),
     (Config(norm_position="pre", tie_embeddings=True), lambda m: widen(m, 2), "tied embeddings.*cannot be both"),
+    *[(Config.modern(d_model=16, n_heads=2), grow, "modern block") for grow in (widen, lambda m: deepen(m, [0]))],
     *[(Config(norm_position="pre", **ablation), grow, "ablation") for ablation in ({"residual": False}, {"ffn": False})
       for grow in (lambda m: widen(m, 2), widen_heads, deepen)],
 ]
