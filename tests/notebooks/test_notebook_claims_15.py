@@ -1,6 +1,5 @@
 """Claims notebook 15 ("bytes or BPE?") makes in words, held to what its cells printed, to minitf's
 BPE and to the stored comparison (minitf/experiments/stored/bpe.json, read by load_bpe)."""
-import re
 import statistics as st
 
 import pytest
