@@ -98,20 +98,12 @@ def rope_cat(x, cos, sin):
     return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
 
 
-def attention_unscaled(q, k, v, mask):
-    return solutions.my_attention(q * q.size(-1) ** 0.5, k, v, mask)
-
-
 def attention_softmax_dim(q, k, v, mask):
     scores = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5)
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))
     w = torch.nan_to_num(scores.softmax(-2))
     return w @ v, w
-
-
-def layer_norm_no_keepdim(x, weight, bias, eps):
-    return (x - x.mean(-1)) / torch.sqrt(x.var(-1, unbiased=False) + eps) * weight + bias
 
 
 def batch_padded_with_ignore(pairs):
@@ -142,10 +134,6 @@ def ffn_without_b_up(x, w_up, b_up, w_down, b_down):
     return torch.relu(x @ w_up.T) @ w_down.T + b_down
 
 
-def ffn_without_b_down(x, w_up, b_up, w_down, b_down):
-    return torch.relu(x @ w_up.T + b_up) @ w_down.T
-
-
 def softmax_without_the_maximum(x):  # overflows: e^1000 is inf in float64 too
     e = x.exp()
     return e / e.sum(-1, keepdim=True)
@@ -163,14 +151,6 @@ def softmax_max_tuple(x):  # x.max(dim) returns (values, indices)
 
 def swiglu_activating_the_gate(x, w_up, w_gate, w_down):
     return (F.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
-
-
-def swiglu_without_the_gate(x, w_up, w_gate, w_down):
-    return F.silu(x @ w_up.T) @ w_down.T
-
-
-def swiglu_with_relu(x, w_up, w_gate, w_down):
-    return (torch.relu(x @ w_up.T) * (x @ w_gate.T)) @ w_down.T
 
 
 def multi_head_attention(merge_transpose=True, out=True, mask=True, order="qkv", split_transpose=True):
@@ -310,16 +290,20 @@ MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must cont
     ("softmax", softmax_minus_one_maximum, "_softmax_overflow", "one maximum for the whole tensor"),
     ("softmax", softmax_max_tuple, "raised", "take .values"),
     ("swiglu", swiglu_activating_the_gate, "_swiglu_swapped", "SiLU on the gate branch"),
-    ("swiglu", swiglu_without_the_gate, "_swiglu_no_gate", "leaves out the gate"),
-    ("swiglu", swiglu_with_relu, "_swiglu_activation", "ReLU where SwiGLU uses SiLU"),
+    ("swiglu", lambda x, w_up, w_gate, w_down: F.silu(x @ w_up.T) @ w_down.T,
+     "_swiglu_no_gate", "leaves out the gate"),
+    ("swiglu", lambda x, w_up, w_gate, w_down: (torch.relu(x @ w_up.T) * (x @ w_gate.T)) @ w_down.T,
+     "_swiglu_activation", "ReLU where SwiGLU uses SiLU"),
     ("count_parameters", lambda c: solutions.my_count_parameters(c) - c.vocab_size, "count_difference",
      "output head"),
     ("apply_rope", rope_cat, "permutation", "wrong slots"),
     ("causal_mask", lambda T: torch.ones(T, T, dtype=torch.bool).triu(0), "mask_diagonal", "position i may look at itself"),
     ("causal_mask", lambda T: torch.ones(T, T, dtype=torch.bool).tril(), "mask_inverted", "NOT look"),
-    ("attention", attention_unscaled, "scores_scaled", "√head_dim"),
+    ("attention", lambda q, k, v, mask: solutions.my_attention(q * q.size(-1) ** 0.5, k, v, mask),
+     "scores_scaled", "√head_dim"),
     ("attention", attention_softmax_dim, "softmax_over_wrong_dim", "dim=-1"),
-    ("layer_norm", layer_norm_no_keepdim, "raised", "keepdim=True"),
+    ("layer_norm", lambda x, w, b, eps: (x - x.mean(-1)) / torch.sqrt(x.var(-1, unbiased=False) + eps) * w + b,
+     "raised", "keepdim=True"),
     ("make_batch", batch_padded_with_ignore, "padding", "PAD = 0"),
     ("position_ids", lambda ids: solutions.my_position_ids(ids) + 1, "offset", "the TAB 0"),
     ("position_ids", lambda ids: solutions.my_position_ids(ids).float(), "dtype", "torch.arange"),
@@ -335,7 +319,8 @@ MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must cont
      "uses sin where cos goes"),
     ("apply_rope", rope_halves, "_halves_paired", "the two halves of the vector"),
     ("feed_forward", ffn_without_b_up, "_ffn_bias", "leaves out b_up"),
-    ("feed_forward", ffn_without_b_down, "_ffn_bias", "leaves out b_down"),
+    ("feed_forward", lambda x, w_up, b_up, w_down, b_down: torch.relu(x @ w_up.T + b_up) @ w_down.T,
+     "_ffn_bias", "leaves out b_down"),
     ("feed_forward", lambda x, wu, bu, wd, bd: torch.relu((x @ wu.T + bu) @ wd.T + bd), "_relu_placement",
      "ReLU after the second map"),
     # eps after the square root once passed: with eps = 1e-5 it moved no entry past the tolerance
@@ -480,10 +465,6 @@ def ffn_with_module(x, w_up, b_up, w_down, b_down):
     return ffn(x)
 
 
-def count_by_building(config):
-    return sum(p.numel() for p in minitf.Transformer(config).parameters())
-
-
 def count_by_building_layers(config):  # no Transformer, but still a model: its layers' parameters
     C, V = config.d_model, config.vocab_size
     return solutions.my_count_parameters(config) + 0 * sum(p.numel() for p in torch.nn.Linear(C, V).parameters())
@@ -495,7 +476,8 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("embed", embed_with_module, "nn.Embedding"),
     ("count_parameters", lambda config: minitf.count_parameters(minitf.Transformer(config)),
      "minitf.Transformer(config)"),
-    ("count_parameters", count_by_building, "minitf.Transformer(config)"),
+    ("count_parameters", lambda config: sum(p.numel() for p in minitf.Transformer(config).parameters()),
+     "minitf.Transformer(config)"),
     ("count_parameters", count_by_building_layers, "a torch.nn module"),
     ("apply_rope", lambda x, cos, sin: minitf.apply_rope(x, cos, sin), "minitf.apply_rope"),
     ("causal_mask", lambda T: minitf.causal_mask(T), "minitf.causal_mask"),
