@@ -411,32 +411,6 @@ def test_a_missing_out_folder_is_refused_not_created(argv, tmp_path, capsys):
     assert f"--out {tmp_path} is a folder" in capsys.readouterr().err
 
 
-IGNORED = [  # (flags typed, the words of the one-line refusal)
-    (["--cooldown", "0.3"], "--cooldown is the length of the wsd schedule's decay, and --schedule is cosine"),
-    (["--recipe", "lm-fast", "--schedule", "cosine", "--cooldown", "0.3"], "--schedule is cosine"),
-    (["--qk-norm", "--no-qk-norm"], "--qk-norm and --no-qk-norm say opposite things"),
-    (["--no-qk", "--qk-norm"], "--no-qk-norm and --qk-norm say opposite things"),
-    (["--text", "data/text/tinyshakespeare.txt", "--n-val", "0"], "--n-val is for pairs, and --text"),
-    (["--text", "data/text/tinyshakespeare.txt", "--task", "copy", "--repeats", "0.5", "--pair-len", "5"],
-     "--task, --repeats and --pair-len are for pairs"),
-    (["--recipe", "lm", "--n-val", "0"], "--n-val is for pairs, and --text"),
-    (["--train", "data/train.txt", "--task", "sort"], "--task shapes generated pairs, and --train data/train.txt"),
-    (["--train", "data/train.txt", "--n-train", "100", "--repeats", "0.1", "--val-repeats", "0.1"],
-     "--n-train, --repeats and --val-repeats shape generated pairs"),
-    (["--train", "data/train.txt", "--val-repeats", "0.1"], "--val-repeats shapes generated pairs, and --train"),
-    (["--val", "data/val.txt", "--n-val", "10"], "--n-val shapes generated held-out pairs, and --val data/val.txt"),
-    (["--train", "data/train.txt", "--val", "data/val.txt", "--n-val", "10"], "--n-val shapes generated held-out pairs"),
-]
-
-
-@pytest.mark.parametrize("flags, says", IGNORED, ids=[" ".join(f[0]) for f in IGNORED])
-def test_a_flag_the_run_would_ignore_is_refused_naming_it(flags, says, tmp_path, capsys):
-    assert main(["train", *flags, "--steps", "30", "--out", str(tmp_path / "m.pt")]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("minitf: error: ") and err.count("\n") == 1 and says in err, err
-    assert not (tmp_path / "m.pt").exists()
-
-
 @pytest.mark.parametrize("name", list(minitf.core.recipes.RECIPES))
 def test_a_recipe_and_its_written_out_command_are_not_refused_for_its_own_settings(name):
     """A recipe sets --task, --cooldown, --n-val... itself: only what the user typed is checked,
