@@ -185,16 +185,13 @@ def test_cli_names_the_problem_with_a_bad_text(tmp_path, capsys):
 
 # --- the shipped language model -------------------------------------------------------------------
 
-def maker_recipe(name):
-    return script("data/checkpoints/make.py", "make_checkpoints").RECIPES[name]
-
-
 @pytest.mark.slow
 def test_the_shipped_lm_is_documented_and_reaches_its_stated_metrics():
     assert LM.stat().st_size < 1_000_000
     model = minitf.load(LM)
     meta = model.metadata
-    assert meta["command"] == ("python -m minitf train " + maker_recipe("lm") + " --out data/checkpoints/lm.pt")
+    recipe = script("data/checkpoints/make.py", "make_checkpoints").RECIPES["lm"]
+    assert meta["command"] == f"python -m minitf train {recipe} --out data/checkpoints/lm.pt"
     args = parser().parse_args(shlex.split(meta["command"])[3:])
     assert model.config == minitf.cli.config_from_args(args)
     readme = (ROOT / "data" / "checkpoints" / "README.md").read_text()

@@ -290,12 +290,6 @@ def test_every_config_option_has_a_row():
         "a Config option was added or removed: give it a non-default value in NON_DEFAULT"
 
 
-def _pieces_for(config: minitf.Config) -> parts.Parts:
-    """Every reference piece the config's model can take (`parts.unfit` says which it refuses: the
-    plain FFN is ReLU's with biases, the gated one SiLU's without)."""
-    return parts.Parts(**{name: getattr(ALL, name) for name in ALL.given() if not parts.unfit(name, config)})
-
-
 @pytest.mark.parametrize("option", list(NON_DEFAULT))
 @pytest.mark.parametrize("layout", ["seed", "modern"])
 def test_the_adapters_pass_on_every_config_option(option, layout):
@@ -310,7 +304,9 @@ def test_the_adapters_pass_on_every_config_option(option, layout):
         base.pop("ffn_gate")  # a gated FFN needs an FFN
     config = minitf.Config(**{**base, **change})
     assert config != minitf.Config(**base)
-    pieces = _pieces_for(config)
+    # every reference piece the config's model can take (parts.unfit: the plain FFN is ReLU's with biases)
+    pieces = parts.Parts(**{name: getattr(ALL, name) for name in ALL.given()
+                            if not parts.unfit(name, config)})
     result = parts.check(pieces, config)
     assert result.ok, f"{option}: {result}"
     model = parts.assemble(config, pieces)

@@ -368,16 +368,12 @@ def test_the_seed_spread_holds_notebook_08s_sentences():
     assert "exact match first passes 50 % between steps 125 and 175" in text
     assert "nine reach 99 % and one stalls at 91 %. Seed 1, yours, is one of the nine" in text
     # the cell that prints these numbers computes them from the stored runs, and its output says the same
-    shown = stored_outputs_08()
+    shown = outputs_text(cells(NOTEBOOK_08))
     assert "first step with exact match ≥ 50 %: 125–175" in shown
     assert "reached 99 %: 9 of 10 starts; seed 6 ends at 91%" in shown
 
 
 # --- what notebook 08's run shows, read from its outputs (stored, or a fresh execution's) ----------
-
-def stored_outputs_08() -> str:
-    return outputs_text(cells(NOTEBOOK_08))
-
 
 def assert_08s_run_holds_its_sentences(cells, run=True):
     """The claims 08 makes about its trained model, which its cells print (no assert in view). The

@@ -18,10 +18,6 @@ NOTEBOOK = ROOT / "notebooks" / "11_how_small.ipynb"
 CHECKPOINT = ROOT / "data" / "checkpoints" / "shift_smallest.pt"
 
 
-def sweep_run(key: str) -> dict:
-    return json.loads((ROOT / "minitf" / "experiments" / "stored" / "tiny_sweep.json").read_text())["runs"][key]
-
-
 @pytest.fixture(scope="module")
 def sweep():
     return load_tiny_sweep()
@@ -125,7 +121,8 @@ def test_the_shipped_smallest_solver_solves_fresh_pairs_with_repeats():
     assert model.config.positions.position_ids == "coupled" and model.config.tie_embeddings
     assert not model.config.ablations.ffn and model.config.n_layers == 1 and model.config.n_heads == 1
     assert "--seed 1 " in model.metadata["command"]
-    seed0 = sweep_run("pareto/d6, no FFN/seed0")
+    runs = json.loads((ROOT / "minitf" / "experiments" / "stored" / "tiny_sweep.json").read_text())["runs"]
+    seed0 = runs["pareto/d6, no FFN/seed0"]
     assert seed0["exact_match"] < 0.99 and f"stopped at {seed0['exact_match']:.1%}" in joined(NOTEBOOK, "markdown")
     train_pairs, val_pairs = make_splits("shift", 20000, 1000, seed=1, repeats=0.33)
     fresh = minitf.make_pairs("shift", 1000, seed=11, repeats=0.33,
