@@ -1,12 +1,21 @@
 """Claims notebooks 03 (attention) and 04 (FFN block) make in words, checked here so the notebooks
 can state them without a wall of asserts."""
 
+import json
+import math
+import re
+import sys
+
 import pytest
 import torch
 
 import minitf
 import minitf.core.baselines
-from support import ROOT, cells, executed, joined, markdown, numbers, printed, source
+from support import (ROOT, cell_output, cells, code, code_cell, executed, exercise_checks, joined, markdown,
+                     numbers, printed, source)
+
+sys.path.insert(0, str(ROOT / "tools"))
+import course_map  # noqa: E402  (tools/course_map.py: the words a learner reads)
 
 
 # --- 03 · attention -------------------------------------------------------------------------------
@@ -180,9 +189,6 @@ def test_04_points_to_14_for_swiglu_and_14s_stored_modern_preset_arm():
 # The cells compute and print; the sentences around them are held here (nbval proves the outputs
 # reproduce, except the nbval-ignore-output training cells, whose stored run these read).
 
-import math
-
-
 @pytest.mark.slow
 def test_03_without_the_mask_position_0_keeps_e_over_e_plus_2():
     """03's predict answer: "about 0.58 (0.5761)", e / (e + 2) (the predict cell is stored without
@@ -276,7 +282,6 @@ def test_the_norms_by_hand_are_what_minitfs_modules_print():
     """04's "By hand for x = (1, 2, 3, 6)": the numbers the prose works out are the ones the cell
     prints from minitf's modules (and PyTorch's agree); the formulas live here, not in the cell, so
     that the exercises after it are not answered in view."""
-    import re
     shown = printed("04_ffn_block", containing="ln, rms = minitf.LayerNorm(4).double()")
     rows = {name: [float(v) for v in re.findall(r"-?\d+\.\d+", line)]
             for name, line in re.findall(r"^(LayerNorm|RMSNorm) +tensor\(\[\[(.*?)\]\]", shown, re.M)}
@@ -294,15 +299,6 @@ def test_the_norms_by_hand_are_what_minitfs_modules_print():
 
 
 # --- 03 and 04 after issue 42: shorter prose, the harness out of sight, the studies reconciled ----
-
-import json
-import re
-import sys
-
-from support import cell_output, code, code_cell, exercise_checks
-
-sys.path.insert(0, str(ROOT / "tools"))
-import course_map  # noqa: E402  (tools/course_map.py: the words a learner reads)
 
 CHECKS_LINK = "[how the checks work](01_embeddings.ipynb#How-the-checks-work)"
 
