@@ -55,6 +55,7 @@ def practically_no_gradient_without_residuals(out, key):
     plain, residual = (numbers(line)[-1] for line in out.splitlines()[1:3])
     stated_plain, stated_residual = numbers(key.split("about", 1)[1])
     assert round(math.log10(plain)) == round(math.log10(stated_plain)) and round(residual) == stated_residual, out
+    assert f"{plain:.0e}".endswith("e-12"), out   # float64: "about 1e-11" is a few 1e-12
 
 
 def on_the_unigram_baseline(out, key):
@@ -96,6 +97,9 @@ def the_same_both_times(out, key):
     checks = [line for line in out.splitlines() if line.startswith(("✓", "✗"))]
     assert key == "The same, both times." and len(checks) == 5 and all(c.startswith("✓") for c in checks), out
     assert "the same bytes" in checks[1] and checks[3].endswith(": True"), out
+    # the whole model (model_forward, optional and not written, is minitf's: not named as yours) writing
+    assert checks[4].startswith("✓ greedy") and "your block → multi_head_attention" in checks[4], out
+    assert numbers(checks[4]) == [60], out
 
 
 def the_distance_depends_on_the_length(out, key):
@@ -180,7 +184,8 @@ RIGHT_AND_WRONG = {
     equal_up_to_rounding: ("Equal up to rounding", "\n✓ 1e-09", ("✓ 1e-09", "✗ 3.2")),
     it_follows_the_number: ("It follows the number", "further on: 100% 1, 0%", ("100% 1, 0%", "0% 1, 100%")),
     greedy_text_loops: ("Worse: it loops.", "\n" + "the straight of " * 4, ("the straight of " * 4, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")),
-    the_same_both_times: ("The same, both times.", "✓\n✓ the same bytes\n✓\n✓: True\n✓", ("True", "False")),
+    the_same_both_times: ("The same, both times.", "✓\n✓ the same bytes\n✓\n✓: True\n"
+                          "✓ greedy, your block → multi_head_attention: 60", ("True", "False")),
     the_distance_depends_on_the_length: ("Not the same", "L = 1, [1]\nL = 3, [3]", ("[3]", "[1]")),
     about_100_steps: ("About 100 steps", "coupled ids: 99% 100\nusual ids: 0% 100", ("99% 100", "80% 100")),
 }
