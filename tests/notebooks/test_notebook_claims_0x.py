@@ -273,28 +273,6 @@ def test_01_neighbouring_bytes_are_less_alike_than_any_two_and_two_directions_sh
     assert numbers(text, after="their average cosine similarity")[:2] == [neighbours, any_two]
 
 
-@pytest.mark.slow
-def test_01_the_two_ends_hold_2304_of_2648_parameters_as_printed_when_run():
-    """The predict cell is stored without output: what it prints is read from a run of the notebook."""
-    out = printed(executed("01_embeddings"), containing="print(minitf.format_parameter_table(tiny))")
-    tiny = minitf.Transformer(Config())
-    ends = sum(p.numel() for name, p in tiny.named_parameters() if name.startswith(("embed.", "head.")))
-    # "the two ends: 2,304 (87%);  the two layers: 344 (13%)"
-    assert numbers(out, after="two ends:") == [ends, round(100 * ends / 2648), 2648 - ends, round(100 - 100 * ends / 2648)]
-    assert minitf.count_parameters(tiny) == 2648 and ends == 2304
-
-
-@pytest.mark.slow
-def test_02_the_score_at_9_6_is_the_score_at_5_2_as_printed_when_run():
-    """The predict cell is stored without output: what it prints is read from a run of the notebook."""
-    out = printed(executed("02_rope"), containing='before = explorer.state["score"]').splitlines()
-    assert out[1].split("=")[-1] == out[2].split("=")[-1]
-    e = minitf.RopeExplorer(head_dim=8, base=10000.0, m=5, n=2)
-    before = e.state["score"]
-    e.query_pos.value, e.key_pos.value = 9, 6
-    assert abs(before - e.state["score"]) < 1e-12
-
-
 def test_02_offset_drift_as_printed():
     """The table below the two scatter plots: 44 apart, alike with one speed, apart with four."""
     out = printed("02_rope.ipynb", containing="def scores_by_offset")

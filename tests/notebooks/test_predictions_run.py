@@ -33,8 +33,9 @@ def neighbours_less_alike_than_any_two(out, key):
 
 def most_in_the_two_ends(out, key):
     # "Almost nine tenths in the two ends": the share the cell prints for the embedding and the head
-    _, ends, _, layers = numbers(out, after="ends:")   # "the two ends: 2,304 (87%); the two layers: 344 (13%)"
+    count, ends, rest, layers = numbers(out, after="ends:")   # "the two ends: 2,304 (87%); the two layers: 344 (13%)"
     assert key.startswith("Almost nine tenths") and 85 <= ends < 90 and ends + layers == 100, out
+    assert (count, rest) == (256 * 4 + 4 * 256 + 256, 2648 - count), out   # embedding 256·4, head 4·256 + 256
 
 
 def the_two_scores_are_equal(out, key):
@@ -173,7 +174,7 @@ def test_each_answer_key_agrees_with_what_its_cell_prints_when_run(stem):
 RIGHT_AND_WRONG = {
     shape_is_printed: ("(1, 11, 256)", "(1, 11, 256)", ("11, ", "")),
     neighbours_less_alike_than_any_two: ("No", "c + 1 -0.11; 0.04", ("-0.11", "0.31")),
-    most_in_the_two_ends: ("Almost nine tenths", "ends: 9 (87%); 1 (13%)", ("87%); 1 (13", "50%); 1 (50")),
+    most_in_the_two_ends: ("Almost nine tenths", "ends: 2304 (87%); 344 (13%)", ("87%); 344 (13", "50%); 344 (50")),
     the_two_scores_are_equal: ("the same score", "\nq·k = -0.3923\nq·k = -0.3923", ("= -0.3923\n", "= 0.125\n")),
     position_0_keeps_e_over_e_plus_2: ("About 0.58 (0.5761).", "\n0.5761 0.2119 0.2119", ("0.5761", "0.3333")),
     practically_no_gradient_without_residuals: ("about 1e-11 against 8", "\n7e-12\n8", ("e-12", "e-01")),
