@@ -57,18 +57,6 @@ def test_00s_try_this_says_what_the_two_drawings_show():
     assert minitf.count_parameters(minitf.Transformer(Config())) + 8 == 2_656  # one final norm more
 
 
-# --- 01: the seed documents' parameter count ----------------------------------------------------
-
-def test_the_seed_documents_count_is_256_too_many_and_their_breakdown_forgets_the_head_bias():
-    model = minitf.Transformer(Config())
-    table = dict((name, n) for name, _, n in minitf.parameter_table(model))
-    per_layer = sum(n for name, n in table.items() if name.startswith("blocks.0."))
-    assert per_layer == 172 and 2904 - minitf.count_parameters(model) == 256 == Config().vocab_size
-    head_weight_only = table["head.weight"]
-    assert head_weight_only == 4 * 256 == 1024
-    assert table["embed.weight"] + head_weight_only + 2 * per_layer == 2392
-
-
 def test_unread_embedding_rows_only_feel_weight_decay():
     model = minitf.Transformer(Config())
     groups = make_optimizer(model, lr=1e-3).param_groups
