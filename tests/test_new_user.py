@@ -526,16 +526,3 @@ def test_counts_of_one_are_singular(tmp_path, capsys):
     assert "1 validation, at step 1" in info and "1 mean of 10 steps" in info and "  1 step," in info
     assert "1 steps" not in info + printed and "1 validations" not in info
     assert "(1 point)" in checkpoint.describe(minitf.load(out).metadata)
-
-
-def test_troubleshooting_says_what_the_colab_cell_does():
-    from support import ROOT
-    elsewhere = (ROOT / "docs" / "elsewhere.md").read_text()
-    section = elsewhere[elsewhere.index("Open a notebook elsewhere (Colab)"):]
-    cell = section[section.index("```ipython"):section.index("```", section.index("```ipython") + 3)]
-    assert "git clone --quiet --depth 1 {MINITF_REPO}" in cell and "--branch" not in cell  # no tag
-    assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in cell
-    text = " ".join((ROOT / "docs" / "troubleshooting.md").read_text().split())
-    colab = text[text.index("## Opening a notebook elsewhere (Colab)"):][:400]
-    assert "tag" not in colab
-    assert "clones minitf's default branch, installs the pinned torch (CPU build)" in colab

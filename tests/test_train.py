@@ -96,9 +96,7 @@ def test_generate_sampling_is_seeded_and_respects_top_k():
     logits = torch.tensor([[0.0, 5.0, 4.0, -1.0]])
     from minitf.core.generate import next_token
     picks = {int(next_token(logits, 1.0, top_k=2)) for _ in range(50)}
-    assert picks <= {1, 2}
-    with pytest.raises(ValueError, match="temperature"):
-        generate(model, "ab", temperature=-1)
+    assert picks <= {1, 2}  # a negative temperature: test_cli_inputs' one-check test
 
 
 def test_stop_when_ends_training_at_the_first_validation_that_satisfies_it():
