@@ -8,11 +8,12 @@ import torch.nn.functional as F
 import minitf
 from support import exercise_checks
 from test_bpe import SLIPS as BPE_SLIPS
+from test_by_hand import SLIPS as BY_HAND_SLIPS
 from test_training_parts import SLIPS
 from support import cells as notebook_cells
 from minitf import exercises as workbook
 from minitf import parts, solutions
-from minitf.course import declaration, training_checks
+from minitf.course import by_hand, declaration, training_checks
 
 NAMES = list(workbook.EXERCISES)
 
@@ -499,6 +500,7 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("ablate_head", lambda model, layer, head: minitf.ablate_heads(model, [(layer, head)]), "minitf.ablate_heads"),
     ("position_ids", lambda ids: minitf.rope.position_ids(ids, "coupled"), "minitf.rope.position_ids"),
     ("widen_weight", lambda W, k: minitf.origami.widen_weight(W, k), "minitf.origami.widen_weight"),
+    ("query", lambda S, omega: by_hand.query(S, omega), "minitf.course.by_hand.query"),  # notebook 12's construction
     # notebook 08's training pieces
     ("output_loss", lambda logits, targets: F.cross_entropy(logits.flatten(0, 1), targets.flatten()),
      "F.cross_entropy"),
@@ -665,12 +667,13 @@ CLASS_MISTAKES = [  # (exercise, the learner's class, diagnosis, words its feedb
 ]
 
 
-ALL_MISTAKES = MISTAKES + CLASS_MISTAKES + SLIPS + BPE_SLIPS
+ALL_MISTAKES = MISTAKES + CLASS_MISTAKES + SLIPS + BPE_SLIPS + BY_HAND_SLIPS
 
 
 @pytest.mark.parametrize("name, wrong, diagnosis, words", ALL_MISTAKES, ids=[f"{m[0]}-{m[2]}" for m in ALL_MISTAKES])
 def test_a_typical_mistake_gets_its_own_diagnosis_first_and_its_own_hint(name, wrong, diagnosis, words):
-    """A function's slip (MISTAKES), a class's (CLASS_MISTAKES), a training piece's (SLIPS: 08), BPE's (15)."""
+    """A function's slip (MISTAKES), a class's (CLASS_MISTAKES), a training piece's (SLIPS: 08), BPE's (15),
+    a hand-set piece's (12)."""
     with pytest.raises(minitf.ExerciseError) as info:
         workbook.run_check(name, wrong)
     message = str(info.value)
