@@ -40,7 +40,6 @@ def test_parameter_counts_quoted():
     seed = Transformer(Config())
     tables = 256 * 4 + 4 * 256 + 256
     assert round(100 * tables / count_parameters(seed)) == 87
-    assert count_parameters(Transformer(Config(tie_embeddings=True))) == 1624
     d6 = dict(d_model=6, n_heads=1, n_layers=1, d_ff=12, norm_position="pre")
     untied, tied = (count_parameters(Transformer(Config(**d6, tie_embeddings=t))) for t in (False, True))
     assert untied - tied == 1536 and tied == 2158
