@@ -38,8 +38,6 @@ def test_config_rejects_bad_values_with_a_reason():
         Config(norm_position="middle")
     with pytest.raises(ValueError, match="divisible"):
         Config(d_model=6, n_heads=4)
-    with pytest.raises(ValueError, match="even"):
-        Config(d_model=6, n_heads=2)  # head_dim 3 cannot be rotated in pairs
 
 
 def test_replace_rederives_head_dim_unless_given():

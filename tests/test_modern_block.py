@@ -16,13 +16,6 @@ from minitf.core.train import Combined, block_matrices, make_lm_optimizer, wsd_a
 from minitf.views.trace import fmt, trace
 from support import assert_close_float32
 
-# the fields a config saved before the modern options wrote (Config().to_dict() then)
-OLD_FIELDS = {"vocab_size", "d_model", "n_heads", "head_dim", "n_layers", "d_ff", "activation",
-              "norm", "norm_position", "norm_eps", "positional", "rope_base", "rope_on_v",
-              "rope_scale", "rope_freqs", "position_ids", "tie_embeddings", "causal", "residual",
-              "ffn", "dropout", "max_len"}
-
-
 def modern(**kw):
     return Config.modern(**{"d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 24, "dropout": 0.0,
                             "max_len": 32, **kw})
@@ -140,16 +133,10 @@ def test_zero_init_blocks_start_as_the_identity():
         torch.testing.assert_close(model(ids), expected)
 
 
-def test_defaults_unchanged_and_the_preset():
-    assert set(Config().to_dict()) == OLD_FIELDS  # saved configs read and write as before
-    assert repr(Config()) == repr(Config(bias=True, ffn_gate=False, qk_norm=False))
+def test_the_preset():  # the defaults and their checks: test_config
     cfg = Config.modern(d_model=8)
     assert {k: v for k, v in cfg.flat().items() if k in MODERN} == MODERN
     assert Config.from_dict(cfg.to_dict()) == cfg
-    with pytest.raises(ValueError, match="logit_softcap"):
-        Config(logit_softcap=0)
-    with pytest.raises(ValueError, match="ffn_gate"):
-        Config(ffn=False, ffn_gate=True)
 
 
 def test_checkpoint_round_trip(tmp_path):
