@@ -21,13 +21,12 @@ def fast():
 
 def test_headline_numbers(fast):
     f, text = fast.arm("lm-fast"), joined(NOTEBOOK, "markdown")
-    assert len(f.seeds) >= 3 and max(f.losses) <= 1.89  # "below nanoGPT's 1.89 in every seed"
     assert f"**{f.loss:.3f}**" in text and f"**{f.ratio:.2f}×**" in text and f"**{f.cpu_ratio:.2f}×**" in text
     assert f"{min(f.losses):.3f}–{max(f.losses):.3f}" in text
     assert f"{fast.arm('reference').loss:.3f}" in text
     busy = float(fast.load_range.split("–")[0])  # the load average the run recorded, at its lowest
     assert busy > 2 and "was busy" in text          # the machine was busy while this ran
-    assert f.ratio <= 0.25 and f.cpu_ratio <= 0.25
+    # every seed under 1.89, in a quarter of the reference's time: test_lm_fast (test_stored_ablation_…)
 
 
 def test_what_each_trick_buys(fast):
