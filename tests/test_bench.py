@@ -11,7 +11,7 @@ import torch
 
 import minitf
 from minitf import Config, Transformer
-from support import ROOT, script
+from support import ROOT, script, trained_like
 
 
 
@@ -26,17 +26,6 @@ CONFIGS = {
     "wide": Config(d_model=16, n_heads=4, d_ff=24, activation="gelu"),
     "pre-norm": Config(d_model=16, n_heads=2, d_ff=32, norm_position="pre"),
 }
-
-
-def trained_like(config, seed=0):
-    """A minitf model with non-trivial norm gains and biases, so every parameter matters."""
-    torch.manual_seed(seed)
-    model = Transformer(config)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name or name.endswith("bias"):
-                p.uniform_(-0.5, 0.5).add_(1.0 if name.endswith("weight") else 0.0)
-    return model.eval()
 
 
 def ids_for(seed=1, shape=(3, 13)):

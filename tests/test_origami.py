@@ -10,20 +10,10 @@ import torch
 import minitf
 from minitf import Config, Transformer, make_batch, make_pairs, masked_loss, origami
 from minitf.core.origami import GrowthError, deepen, widen, widen_heads
+from support import trained_like
 
 ACTIVATIONS = ["relu", "gelu", "silu"]
 VARIANTS = list(itertools.product(["post", "pre"], ["layer", "rms"]))
-
-
-def trained_like(config, dtype=torch.float32, seed=0):
-    """A model whose norms and biases are far from their initial values, like a trained one."""
-    torch.manual_seed(seed)
-    model = Transformer(config).to(dtype)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.5)
-    return model.eval()
 
 
 def random_ids(seed, max_len=16):
