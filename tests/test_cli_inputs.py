@@ -70,6 +70,11 @@ CASES = [
     (TRAIN + ["--warmup", "5000", "--steps", "5"], 2,
      ["--warmup 5000 is longer than --steps 5", "give --warmup 5 or less"]),
     (TRAIN + ["--schedule", "wsd", "--cooldown", "0"], 2, ["--cooldown must be a fraction in (0, 1]"]),
+    *[(TRAIN + ["--time", t], 2, ["--time must be a number of seconds > 0 (the wall-clock budget), got " + got])
+      for t, got in (("0", "0.0"), ("-60", "-60.0"), ("nan", "nan"), ("inf", "inf"))],
+    (TRAIN + ["--time", "ten"], 2, ["--time"]),
+    (TRAIN + ["--time", "60", "--trainer", "lightning"], 2,
+     ["--time is for --trainer minitf; Lightning trains for --steps"]),
     (["train", "--pair-len", "200", "--steps", "3", "--out", "{tmp}/m.pt"], 2,
      ["--pair-len 200 makes sequences of up to 401 tokens", "at most 128 (--max-len)",
       "--pair-len 63 or less", "--max-len 401 or more"]),

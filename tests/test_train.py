@@ -192,3 +192,16 @@ def test_a_time_budget_must_be_positive_seconds(budget):
     with pytest.raises(ValueError, match="time_budget is seconds of wall time > 0"):
         train(Transformer(Config()), make_pairs("copy", 8, seed=0, max_len=4), steps=5,
               progress=False, time_budget=budget)
+
+
+def test_a_timed_run_on_the_command_line_records_its_budget_and_the_steps_it_trained(tmp_path, capsys):
+    """`train --time`: the run trains until the budget is used up, not for --steps, and validates last."""
+    from minitf.cli import main
+    out = tmp_path / "m.pt"
+    assert main(["train", "--train", "data/train.txt", "--val", "data/val.txt", "--steps", "3", "--no-progress",
+                 "--d-model", "8", "--time", "0.2", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    meta = minitf.load(out).metadata
+    assert meta["time_budget"] == 0.2 and meta["steps_trained"] >= 1
+    assert meta["val_curve"][-1]["step"] == meta["steps_trained"]  # validated after the last step
+    assert f"trained {meta['steps_trained']} step" in printed and "--time 0.2" in meta["command"]

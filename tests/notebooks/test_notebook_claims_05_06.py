@@ -425,3 +425,23 @@ def test_05_the_two_bigger_models_parameter_counts():
     assert (shift.config.d_ff, uniform.config.d_model, uniform.config.n_heads, uniform.config.n_layers) == (128, 32, 4, 2)
     stated = numbers(markdown("05_training_base64_pairs"), after="needs room:")
     assert stated[:6] == [32, 4, 8, 33792, 42112, 128]   # d_model, heads, their dimension, the counts
+
+
+def exact_by_heads():
+    """{"all heads": 54, …}, from rows "without 1.2          exact match on 200 inputs with a doubled byte: 7%"."""
+    out = printed("06_attention_heatmaps.ipynb", containing="doubled = [p for")
+    rows = [line.split("  ", 1) for line in out.splitlines() if "exact match" in line]
+    assert all(numbers(rest, after="exact match on")[0] == 200 for _, rest in rows), out
+    return {what: numbers(rest, after="doubled byte:")[0] for what, rest in rows}
+
+
+def test_06_switching_off_heads_1_0_and_1_1_fixes_hello_but_not_doubled_bytes_in_general():
+    # the shortcut beyond its one input: over 200 fresh inputs with a doubled byte, mean-ablating heads
+    # 1.0 and 1.1 (or 1.2) gets fewer outputs right, not more
+    shares = exact_by_heads()
+    assert set(shares) == {"all heads", "without 1.0 and 1.1", "without 1.2"}, shares
+    # "fewer doubled bytes right, not more": by a wide margin, not a last-bit difference
+    assert shares["without 1.0 and 1.1"] + 20 < shares["all heads"], shares
+    assert shares["without 1.2"] + 20 < shares["all heads"], shares
+    text = " ".join(markdown("06_attention_heatmaps").split())
+    assert "not in two heads" in text and "lives mostly in heads" not in text
