@@ -149,11 +149,7 @@ def test_cli_trains_evaluates_and_samples_a_language_model(tmp_path, capsys):
     assert main(["generate", str(ckpt), "to be", "--temperature", "0", "--max-new", "3"]) == 0
     assert main(["generate", str(ckpt), "to be", "--greedy", "--max-new", "3"]) == 0
     out = capsys.readouterr().out  # temperature 0 is greedy decoding: the same text
-    assert out.splitlines()[0] == out.splitlines()[1]
-    assert main(["generate", str(ckpt), "to be", "--greedy", "--temperature", "0.5"]) == 2
-    assert "--greedy" in capsys.readouterr().err
-    assert main(["generate", str(ckpt), "to be", "--top-p", "2"]) == 2
-    assert main(["generate", str(ckpt), "to be", "--greedy", "--max-new", "3"]) == 0
+    assert out.splitlines()[0] == out.splitlines()[1]  # bad sampling flags: test_cli_inputs' CASES and BAD
 
 
 def test_cli_names_the_problem_with_a_bad_text(tmp_path, capsys):
