@@ -9,7 +9,7 @@ import torch
 import minitf
 from support import ROOT
 from minitf.core.rope import position_ids
-from minitf.course.by_hand import HandSet, byte_circle, shift_by_hand, value_rotation
+from minitf.course.by_hand import HandSet, shift_by_hand
 from test_checkpoints import maker
 
 
@@ -27,15 +27,6 @@ def test_it_solves_shift_on_every_length_up_to_24_with_no_training(d_model, para
         assert sum(len(set(p.input)) < len(p.input) for p in pairs) > 150  # repeated bytes too
         assert minitf.evaluate(model, pairs)["exact_match"] >= 0.999
     assert minitf.generate(model, "Hello, world~") == b"Ifmmp-!xpsme "
-
-
-def test_the_value_path_maps_every_printable_byte_to_its_successor():
-    n = HandSet()
-    E, W_V = byte_circle(n), value_rotation(n)
-    printable = torch.arange(32, 127)
-    moved = E[printable] @ W_V.T                       # each byte's code, rotated
-    nearest = (moved @ E[printable].T).argmax(-1) + 32  # the printable byte it lands on
-    assert nearest.tolist() == [b + 1 if b < 126 else 32 for b in printable.tolist()]
 
 
 def test_the_query_peaks_one_id_ahead_and_the_tab_key_sits_between():

@@ -370,13 +370,6 @@ def test_each_exercise_has_hints_and_its_solution_after_it_and_no_answer_before(
         "the cell contract: minitf.course.declaration.Exercise)"
 
 
-def test_a_stable_softmax_through_logsumexp_passes():
-    """Any correct formulation is the learner's: log-sum-exp is not the softmax, only its denominator."""
-    def my_softmax(x):
-        return (x - torch.logsumexp(x, -1, keepdim=True)).exp()
-    assert workbook.run_check("softmax", my_softmax).startswith("✓")
-
-
 def test_passes_is_quiet_and_says_whether_a_function_passes(capsys):
     assert workbook.passes("rms_norm", solutions.my_rms_norm)
     assert not workbook.passes("rms_norm", solutions.my_layer_norm)
@@ -559,6 +552,7 @@ ALLOWED = [  # the calls each exercise's text says are fine
     ("layer_norm", layer_norm_with_var),
     ("feed_forward", lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd)),
     ("make_batch", make_batch_with_sequence),
+    ("softmax", lambda x: (x - torch.logsumexp(x, -1, keepdim=True)).exp()),  # any correct formulation
 ]
 
 
