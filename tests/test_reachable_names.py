@@ -65,12 +65,6 @@ def shadowed_uses():
         yield f"shadowed {module}", "chain", f"{module}.{name}", ()
 
 
-def test_make_optimizer_is_reachable_where_it_was_not_before():
-    from minitf.core.train import make_optimizer
-    assert minitf.core.train.make_optimizer is make_optimizer
-    assert callable(minitf.train) and not hasattr(minitf.train, "make_optimizer")  # the face's function
-
-
 # --- what the notebooks and the documents use ----------------------------------------------------
 
 def is_minitf(name: str) -> bool:
