@@ -265,7 +265,6 @@ def test_02_offset_drift_as_printed():
     """The table below the two scatter plots: 44 apart, alike with one speed, apart with four."""
     out = printed("02_rope.ipynb", containing="def scores_by_offset")
     rows = {int(m[1]): (float(m[2]), float(m[3])) for m in re.finditer(r"head_dim (\d): +(\d\.\d+) +(\d\.\d+)", out)}
-    assert rows[2][1] < 0.02 < 0.25 < rows[8][1]
     drift = offset_drift()
     assert rows == {hd: tuple(round(x, 3) for x in drift[hd]) for hd in (2, 8)}
 
