@@ -385,14 +385,6 @@ def move_slider(page, widget, label: str | None, out_dir: pathlib.Path, tag: str
             f"{readout_after!r}), plot redrawn")
 
 
-def use_rope_explorer(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
-    return [move_slider(page, widget, None, out_dir, f"{tag}-slider")]
-
-
-def use_next_byte_bars(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
-    return [move_slider(page, widget, "temperature", out_dir, f"{tag}-temperature")]
-
-
 def press_and_see_redraw(page, widget, control, act, what: str, shot: pathlib.Path) -> None:
     """Act on a control (a click, a check) and wait until the widget's text line or picture changes."""
     def shown():
@@ -566,9 +558,11 @@ def generate_to_the_end(page, root, out_dir: pathlib.Path, tag: str) -> list[str
 # What a learner does with each kind of widget, found by its repr's class name in the outputs
 # (the notebooks change; the widgets they show are detected, not listed by cell).
 INTERACTIONS = {
-    "RopeExplorer": use_rope_explorer,
+    "RopeExplorer": lambda page, widget, out_dir, tag: [
+        move_slider(page, widget, None, out_dir, f"{tag}-slider")],
     "AttentionSelector": use_attention_selector,
-    "NextByteBars": use_next_byte_bars,
+    "NextByteBars": lambda page, widget, out_dir, tag: [
+        move_slider(page, widget, "temperature", out_dir, f"{tag}-temperature")],
     "TextSampler": use_text_sampler,
     "Explorer": use_explorer,
     "TrainingView": use_training_view,

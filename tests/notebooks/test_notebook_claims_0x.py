@@ -50,7 +50,6 @@ def test_00s_try_this_says_what_the_two_drawings_show():
     text = " ".join(joined("00_setup_check.ipynb").split())
     assert numbers(text, after="For the first,")[:4] == [8, 16, 4, 5552]   # widths, head dim, parameters
     assert numbers(text, after="for the second,")[0] == 2656
-    assert minitf.count_parameters(minitf.Transformer(Config(d_model=8, d_ff=16))) == 5_552
     assert Config(d_model=8, d_ff=16).head_dim == 4
     pre = minitf.Transformer(Config(norm_position="pre"))
     assert minitf.count_parameters(pre) == 2_656
