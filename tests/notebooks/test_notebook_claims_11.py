@@ -162,15 +162,10 @@ def test_the_fast_recipe_sentence_matches_the_stored_bench():
     assert all(r["confirm"][kind]["errors"] == 0 for r in fast for kind in ("uniform", "repeats"))
 
 
-def stored_output(first_line_of_source: str) -> str:
-    """The stored text output of the 11 code cell whose source begins with that line."""
-    return printed(NOTEBOOK, first_line_of_source)
-
-
 def test_four_numbers_need_a_huge_weight_scale_and_give_rank_5_logits():
     """Section 4 (from 05): one circle about 1,300, two circles about 35; the tiny head's logits
     have rank 5 = 4 + 1."""
-    circles, logits = stored_output("N = 95").splitlines()[-2:]
+    circles, logits = printed(NOTEBOOK, "N = 95").splitlines()[-2:]
     one, _, two = numbers(circles, after="byte:")   # one circle 1,322, two circles (all 4 numbers) 35
     assert round(one, -2) == 1300 and two == 35     # "about 1,300", "about 35"
     assert numbers(logits, after="shape") == [40, 256, 5]
@@ -188,7 +183,7 @@ def test_the_2x2_parameter_counts_quoted():
 
 
 def test_the_value_circuit_maps_all_95_bytes_to_their_successor():
-    assert numbers(stored_output("circuit = value_circuit(model)").splitlines()[-1]) == [95, 95]
+    assert numbers(printed(NOTEBOOK, "circuit = value_circuit(model)").splitlines()[-1]) == [95, 95]
     from minitf.course.by_hand import value_circuit
     circuit = value_circuit(minitf.load(CHECKPOINT))
     assert len(circuit) == 95 and all(circuit[b] == minitf.shift_bytes(bytes([b]))[0] for b in circuit)
