@@ -11,6 +11,7 @@ from minitf import origami
 from minitf.core.flops import flops_per_token, non_embedding_parameters
 from minitf.core.text import random_windows
 from minitf.core.train import make_optimizer, train_step
+from minitf.experiments.results import load_lm_growth
 from support import ROOT, markdown, script
 
 SMALL = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0,
@@ -234,7 +235,6 @@ def test_the_stored_summary_follows_from_the_runs(stored, bench):
 
 
 def test_load_lm_growth_gives_arms_curves_and_growth_steps(stored):
-    from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
     assert [a.name for a in r.arms] == list(stored["summary"]["arms"])
     assert len(r.curves) == 3 * len(r.arms) and r.lr == stored["lr"]
@@ -264,7 +264,6 @@ def _mean(xs):
 
 
 def test_notebook_13_states_the_command_the_budget_and_the_bounds(section9, stored):
-    from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
     text = markdown("13_growth_report")
     intro = text[:text.index("## 1.")]
@@ -294,7 +293,6 @@ def test_notebook_13_stack_demo_sentence_matches_the_checkpoint():
 
 
 def test_notebook_13_result_and_explanation_match_the_stored_numbers(section9):
-    from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
     arms = {a.name: a for a in r.arms}
     claimed = [a for a in r.arms if a.beats_scratch_range]

@@ -8,7 +8,7 @@ import torch
 import minitf
 from minitf import Config, Pair, Transformer, evaluate, generate, make_pairs, train
 from minitf.core.tokens import EOS, TAB
-from minitf.core.train import lr_at, schedule_for, wsd_at
+from minitf.core.train import lr_at, schedule_for, timed_step, wsd_at
 
 
 def test_schedule_warms_up_then_decays_by_cosine():
@@ -145,7 +145,6 @@ def test_a_timed_run_follows_the_elapsed_fraction_and_ends_on_time(schedule):
     """time_budget: each step's rate is the schedule's at step fraction·steps, the fraction being the
     elapsed share of the budget less the final validation's reserve; the run stops when it is
     used up, with the schedule run to its end, and validates last, inside the budget."""
-    from minitf.core.train import timed_step
     pairs = make_pairs("copy", 64, seed=0, max_len=4)
     clock = FakeClock(0.5)
     hist = train(Transformer(Config(d_model=8, n_heads=2)), pairs, pairs[:8], steps=40, warmup=4,
@@ -166,7 +165,6 @@ def test_a_timed_run_follows_the_elapsed_fraction_and_ends_on_time(schedule):
 
 
 def test_timed_step_maps_the_fraction_onto_the_step_schedule():
-    from minitf.core.train import timed_step
     assert timed_step(0.0, 1600) == 0 and timed_step(0.5, 1600) == 800 and timed_step(1.0, 1600) == 1600
     rate = schedule_for("wsd", cooldown=0.4)
     assert rate(timed_step(0.3, 1600), 1600, 1.0, 20) == 1.0            # stable

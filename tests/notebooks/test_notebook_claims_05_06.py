@@ -1,6 +1,7 @@
 """Claims notebooks 05 and 06 make in words, checked here where an assert in the cell would teach
 nothing."""
 import math
+import re
 
 import pytest
 import torch
@@ -8,7 +9,7 @@ import torch
 import minitf
 from support import ROOT as ROOT_DIR, executed, markdown, numbers, percents, printed
 from minitf import heatmaps
-from minitf.views.sampling_view import sample_output
+from minitf.views.sampling_view import NextByteBars, sample_output
 
 NB05, NB06 = "05_training_base64_pairs", "06_attention_heatmaps"
 
@@ -100,7 +101,6 @@ def test_06_what_layer_1_reads_at_the_input_rows_moves_no_output_logit():
 
 def ablation_rows() -> dict[str, dict[str, float]]:
     """task → {"all": exact match with every head, "l.h": without that head}, as 06 printed them."""
-    import re
     rows = {}
     for line in printed(NB06, containing="ablation = {}").splitlines():
         task = line.split()[0]
@@ -125,7 +125,6 @@ def test_06_zeroed_against_mean_as_the_reveal_and_caveats_say():
     """"Head 0.1 of reverse and head 0.2 of shift leave almost nothing right either way"; head 1.0 of
     reverse "nothing right when zeroed, but about half the outputs when its mean replaces it"; its
     mean over every row "leaves few outputs right"."""
-    import re
     text = printed(NB06, containing='replaced by its mean")')
     table = {m[0]: [int(x) / 100 for x in m[1:]] for m in
              re.findall(r"head (\d\.\d)\s+shift\s+(\d+)%\s+(\d+)%\s+reverse\s+(\d+)%\s+(\d+)%", text)}
@@ -163,14 +162,12 @@ def test_06_the_ablation_claims_hold_recomputed_on_this_cpu():
 
 def test_06_the_shortcut_model_looks_at_the_o_the_fixed_one_at_the_l():
     text = printed(NB06, containing='uniform = minitf.load("../data/checkpoints/shift_uniform.pt")')
-    import re
     (s_l, s_o), (f_l, f_o) = [tuple(map(float, re.findall(r"(\d\.\d\d)", line))) for line in text.splitlines()[:2]]
     assert s_o > 0.7 > s_l and f_l > 0.6 > f_o
     assert text.splitlines()[2].split()[1:] == ["shortcut", "Ifmp", "|", "fixed", "Ifmmp"]
 
 
 def test_06_patching_head_0_0_at_the_o_restores_the_m_and_no_other_head_does():
-    import re
     text = printed(NB06, containing='model_input(("Helxo"')
     p = [numbers(line, after="p(m) =")[0] for line in text.splitlines()]
     assert p[0] < 0.05 and p[1] > 0.9 and max(p[2:]) < 0.1
@@ -182,7 +179,6 @@ def test_06_patching_head_0_0_at_the_o_restores_the_m_and_no_other_head_does():
 
 
 def test_06_the_vote_of_layer_1_on_hello_and_hello_hello():
-    import re
     lines = printed(NB06, containing='twice, _ = ').splitlines()
     hello, twice = ([tuple(map(float, m)) for m in re.findall(r"1\.\d (\d\.\d\d)/(\d\.\d\d)", line)]
                     for line in lines[1:3])
@@ -197,7 +193,6 @@ def test_06_the_vote_of_layer_1_on_hello_and_hello_hello():
 def test_06_reverse_head_1_3_looks_best_and_layer_0_head_1_reads_the_tab():
     """"most clearly in layer 1, head 3"; head 1.0 "rarely" has its argmax on the source; "in layer 0,
     head 1 the output rows put most of their weight on the TAB column"."""
-    import re
     scores = scores_by_layer(printed(NB06, containing='head_scores(models["reverse"]'))
     assert scores[1][3] == max(scores[1]) > 0.8 and scores[1][0] < 0.3 and max(scores[0]) < 0.2
     ring, tab = printed(NB06, containing='labels, [1], [3]').splitlines()
@@ -286,7 +281,6 @@ def test_06_try_this_outcomes_of_the_selector():
 
 
 def test_05_try_this_outcomes_of_the_next_byte_bars():
-    from minitf.views.sampling_view import NextByteBars
     shift = minitf.load("data/checkpoints/shift.pt")
     hot = NextByteBars(shift, "Hello", temperature=5.0, seed=0).state["output"]
     assert not hot.startswith(b"I") and any(b > 126 for b in hot)
@@ -404,7 +398,6 @@ def test_05_the_shortcut_table_as_stored():
 def test_05_next_byte_bars_open_with_i_leading_and_30_percent_elsewhere():
     """"It opens at T = 3 on Hello: I still leads, but the other 244 bytes together now get 30 %,
     and the sampled output has already gone wrong"."""
-    from minitf.views.sampling_view import NextByteBars
     bars = NextByteBars(minitf.load("data/checkpoints/shift.pt"), "Hello", temperature=3.0, seed=0)
     tail = 1 - bars.state["probs"][bars.state["order"]].sum()
     assert bars.state["order"][0] == ord("I") and 0.5 < bars.state["probs"][ord("I")] < 0.7

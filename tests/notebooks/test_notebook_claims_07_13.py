@@ -2,6 +2,7 @@
 and the summary of notebook 13, the report it links to, held to the stored benchmark results.
 Notebook 13's own sections are held in tests/test_results_origami.py and tests/test_lm_growth.py."""
 import statistics
+import re
 
 import pytest
 
@@ -109,7 +110,6 @@ def test_13_no_growth_arms_range_overlaps_scratchs():
     """Section 1: "every growth arm ends with a higher held-out loss than the big model trained from
     scratch (3.47–3.94 nats against 3.00 …), and the ranges over the seeds do not even overlap", held
     to the table the notebook printed."""
-    import re
     rows = {}
     for line in revealed_table("13_growth_report", "growth = load_growth()").splitlines()[1:]:
         loss, low, high = re.search(r"(\d\.\d\d) \((\d\.\d\d)–(\d\.\d\d)\)", line).groups()
@@ -196,7 +196,6 @@ def test_07_no_doubling_compounds_and_each_missing_half_does_damage():
     """Section 3: the stream leaving each block keeps its size (LayerNorm), the scores grow 2–4×, the
     branches about 4×, the logits up to 2×; each part alone costs loss, all together the most, and
     what each costs, as the sentences after the table say."""
-    import re
     rows = {}
     for line in printed("07_origami_expansion", containing="def double(").splitlines()[1:]:
         sizes = re.search(r"\s(\d+\.\d+(?: / \d+\.\d+)?)\s+\d+\.\d\d$", line)
@@ -220,7 +219,6 @@ def test_07_no_doubling_compounds_and_each_missing_half_does_damage():
 def test_07_exact_copies_never_part_and_the_noisy_split_parts_steadily():
     """Section 6: "With exact copies the gap is exactly zero at every step … With the noisy split the
     copies start identical too … and part steadily"."""
-    import re
     text = printed("07_origami_expansion", "def widened(noise):")
     lines = text.splitlines()[1:3]
     exact, noisy = ([int(x) for x in re.findall(r"(\d+)%", line)] for line in lines)
