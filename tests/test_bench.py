@@ -10,16 +10,12 @@ import pytest
 import torch
 
 import minitf
-from minitf import Config, Transformer
+from minitf import Config
 from support import ROOT, script, trained_like
 
 
 
-def load_bench_module(name):
-    return script(f"bench/{name}.py", f"bench_{name}")
-
-
-ref = load_bench_module("reference_models")
+ref = script("bench/reference_models.py", "bench_reference_models")
 
 CONFIGS = {
     "seed": Config(),
@@ -112,7 +108,7 @@ def test_expert_refuses_per_head_frequencies_it_cannot_hold():
 
 
 def test_runner_reads_the_recipe_command(tmp_path, monkeypatch):
-    run = load_bench_module("run")
+    run = script("bench/run.py", "bench_run")
     monkeypatch.setattr(run, "ROOT", tmp_path)
     assert run.read_recipe()[1].startswith("placeholder")
     (tmp_path / "docs").mkdir()
@@ -174,7 +170,7 @@ def test_every_bench_script_is_reachable_from_make_bench():
 
 
 def test_every_section_of_make_bench_is_one_it_can_run():
-    run = load_bench_module("run")
+    run = script("bench/run.py", "bench_run")
     source = (BENCH / "run.py").read_text()
     for name in run.SECTIONS:
         assert f'"{name}": lambda' in source, f"section {name} has no entry in bench/run.py's main"

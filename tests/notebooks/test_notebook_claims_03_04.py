@@ -11,6 +11,7 @@ import torch
 
 import minitf
 import minitf.core.baselines
+from minitf.experiments.norm_position import baselines, load_norm_position, run
 from support import (ROOT, cell_output, cells, code, code_cell, exercise_checks, joined, markdown,
                      numbers, printed, source)
 
@@ -113,7 +114,6 @@ def test_the_double_layernorm_differs_from_post_norm_once_gamma_and_beta_move():
 @pytest.mark.slow
 def test_without_residuals_neither_layout_passes_the_length_oracle(one_thread):
     """04's "try this": the learner's call, run("pre", 0, residual=False), gives the stored run."""
-    from minitf.experiments.norm_position import load_norm_position, run
     study = load_norm_position()
     [stored] = study.of("pre", residual=False)
     again = run("pre", 0, residual=False)
@@ -129,7 +129,6 @@ def test_04_the_stored_norm_study_is_what_its_code_computes():
     """One stored run trained again (pre-norm, seed 0): the same losses and gradient norms, to
     float32 accuracy, so the file is the recorded command's output and not an edited table."""
     from support import assert_close_float32
-    from minitf.experiments.norm_position import load_norm_position, run
     stored = load_norm_position().of("pre")[0]
     again = run("pre", 0)
     assert_close_float32(torch.tensor(again["loss"][:20]), torch.tensor(stored["loss"][:20]))
@@ -138,7 +137,6 @@ def test_04_the_stored_norm_study_is_what_its_code_computes():
 
 
 def test_04_what_the_norm_study_says():
-    from minitf.experiments.norm_position import baselines, load_norm_position
     study = load_norm_position()
     assert study.seeds == [0, 1, 2, 3, 4] and study.command == "python bench/norm_position.py"
     assert (round(study.length_oracle, 2), round(study.unigram, 2)) == (3.26, 3.86)
@@ -158,7 +156,6 @@ def test_04_what_the_norm_study_says():
 
 
 def test_04_try_this_without_residuals_both_layouts_stay_on_the_plateau():
-    from minitf.experiments.norm_position import load_norm_position
     study = load_norm_position()
     flat = [r["held_out_loss"] for layout in ("post", "pre") for r in study.of(layout, residual=False)]
     assert len(flat) == 2 and all(round(loss, 2) == 3.87 for loss in flat)
@@ -377,7 +374,6 @@ def reveal_block(notebook, after):
 
 
 def test_04_the_tables_behind_the_reveals_are_the_stored_results():
-    from minitf.experiments.norm_position import load_norm_position
     assert reveal_block("04_ffn_block", "pre-norm was ahead") == str(load_norm_position())
     rungs = re.findall(r'"([^"]+)"', source(code_cell("04_ffn_block", "ladder = minitf.results.load_ablation()")))
     assert reveal_block("04_ffn_block", "The two studies") == minitf.results.load_ablation().only(*rungs).table()
