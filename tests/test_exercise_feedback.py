@@ -113,14 +113,6 @@ def test_the_hint_is_shown_when_the_function_raises_with_the_line_that_raised():
     assert msg.endswith("\nHint: keepdim=True") and error.diagnoses == ("raised",)
 
 
-def test_the_hint_is_shown_for_a_wrong_shape_and_a_wrong_type():
-    msg = str(fails(lambda x: x.sum(), lambda x: x, [rand(3)], hint="one number per entry"))
-    assert "shape (), expected (3,)" in msg and msg.endswith("Hint: one number per entry")
-    msg = str(fails(lambda x: x.tolist(), lambda x: x, [rand(3)], hint="return a tensor"))
-    assert "expected a tensor of shape (3,) and dtype torch.float64, got list" in msg
-    assert msg.endswith("Hint: return a tensor")
-
-
 def test_booleans_print_as_true_and_false_and_small_masks_as_grids():
     msg = str(fails(lambda T: causal_mask(T).T, causal_mask, [3]))
     assert "got False, expected True" in msg and " 1 " not in msg.split("\n")[0]
@@ -225,6 +217,10 @@ RECOGNISED = [  # (learner, reference, cases, options, words its message holds, 
     (lambda *a: reference_attention(*a)[0], reference_attention, ATTENTION_CASES, WEIGHTS,
      "expected 2 results (output, weights), got a tensor of shape (1, 1, 4, 4)", "type"),  # too few results
     (lambda T: None, causal_mask, MASK_CASES, {}, "got None: is a `return` missing?", "type"),
+    (lambda x: x.sum(), lambda x: x, [rand(3)], {"hint": "one number per entry"},  # the hint ends the message
+     "shape (), expected (3,)\nHint: one number per entry", "shape"),
+    (lambda x: x.tolist(), lambda x: x, [rand(3)], {"hint": "return a tensor"},
+     "expected a tensor of shape (3,) and dtype torch.float64, got list", "type"),
     (lambda x: x.T * 1, lambda x: x, [rand(3, 3)], {},
      "Yours is the transpose of the expected one (its last two dimensions swapped)", "transpose"),
     (lambda x: x.T * 1, lambda x: x, [rand(2, 3)], {},  # the shapes differ too
