@@ -52,9 +52,16 @@ def test_a_pairs_file_without_val_holds_out_part_of_itself(tmp_path):
 def test_a_run_without_validation_is_described_as_such(tmp_path, capsys):
     out = tmp_path / "m.pt"
     assert main(["train", "--n-train", "30", "--n-val", "0", "--out", str(out), *TINY]) == 0
-    assert "validating on nothing (--n-val 0)" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "validating on nothing (--n-val 0)" in said
+    assert said.splitlines()[-1].startswith("trained 2 steps in ")
+    assert said.splitlines()[-1].endswith(f" s; no validation (--n-val 0); saved {out}")
     meta = minitf.load(out).metadata
-    assert meta["val"] is None and "validated_on" not in meta
+    assert meta["val"] is None and "validated_on" not in meta and meta["val_curve"] == []
+    assert len(meta["loss_curve"]) == 1
+    assert main(["train", "--n-val", "0", "--target-exact", "0.9", "--eval-every", "5",
+                 "--out", str(tmp_path / "t.pt")]) == 2
+    assert "--n-val 0 leaves none" in capsys.readouterr().err  # an early stop needs held-out pairs
     assert "validation at step" not in checkpoint.describe(meta) and "2 steps" in checkpoint.describe(meta)
 
 
