@@ -176,6 +176,19 @@ def small_model(**changes):
     return minitf.Transformer(minitf.Config(d_model=8, n_heads=2, **changes)).eval()
 
 
+def trained_like(config, dtype=torch.float32, seed=0):
+    """A seeded model whose norms and biases are far from their initial 1 and 0, like a trained one's
+    (so no term of a formula hides behind them), in eval mode."""
+    import minitf
+    torch.manual_seed(seed)
+    model = minitf.Transformer(config).to(dtype)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.5)
+    return model.eval()
+
+
 def tiny_config(**changes):
     """A pre-norm, dropout-free Config of two 8-wide layers (changes override any field)."""
     import minitf

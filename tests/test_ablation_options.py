@@ -12,12 +12,8 @@ from minitf import Config, Transformer
 FFN_PER_LAYER = 4 * 8 + 8 + 8 * 4 + 4 + 2 * 4  # up, down and norm2 of the tiny model: 84
 
 
-def test_defaults_keep_the_tiny_model():
-    c = Config()
-    assert c.ablations.residual and c.ablations.ffn
-    model = Transformer(c)
-    assert minitf.count_parameters(model) == 2648
-    assert Config.from_dict(c.to_dict()) == c
+def test_defaults_keep_the_tiny_model():  # its 2,648 parameters and its dict: test_model, test_config
+    assert Config().ablations.residual and Config().ablations.ffn
 
 
 def test_without_ffn_the_block_has_no_ffn_parameters():
@@ -51,38 +47,25 @@ def block_and_input(**changes):
     return block, torch.randn(2, 5, 8, dtype=torch.float64)
 
 
-@pytest.mark.parametrize("norm_position", ["post", "pre"])
-def test_without_residuals_each_sublayer_replaces_the_stream(norm_position):
-    block, h = block_and_input(norm_position=norm_position, residual=False)
-    a = lambda x: block.attn(x)[0]
-    if norm_position == "post":
-        after_attn = block.norm1(a(h))                        # h = LN(f(h))
-        expected = block.norm2(block.ffn(after_attn))
-    else:
-        after_attn = a(block.norm1(h))                        # h = f(LN(h))
-        expected = block.ffn(block.norm2(after_attn))
-    assert torch.allclose(block(h)[0], expected, atol=1e-12)
+def then(mid, rest):
+    return rest(mid)
 
 
-@pytest.mark.parametrize("norm_position", ["post", "pre"])
-def test_without_ffn_the_block_is_attention_alone(norm_position):
-    block, h = block_and_input(norm_position=norm_position, ffn=False)
-    a = lambda x: block.attn(x)[0]
-    expected = block.norm1(h + a(h)) if norm_position == "post" else h + a(block.norm1(h))
-    assert torch.allclose(block(h)[0], expected, atol=1e-12)
+BLOCKS = [  # (layout, switch, the block's output from its own parts; a: attention, without angles)
+    ("post", dict(residual=False), lambda b, a, h: b.norm2(b.ffn(b.norm1(a(h))))),  # h = LN(f(h))
+    ("pre", dict(residual=False), lambda b, a, h: b.ffn(b.norm2(a(b.norm1(h))))),   # h = f(LN(h))
+    ("post", dict(ffn=False), lambda b, a, h: b.norm1(h + a(h))),                   # attention alone
+    ("pre", dict(ffn=False), lambda b, a, h: h + a(b.norm1(h))),
+    ("post", dict(), lambda b, a, h: then(b.norm1(h + a(h)), lambda m: b.norm2(m + b.ffn(m)))),  # unchanged
+    ("pre", dict(), lambda b, a, h: then(h + a(b.norm1(h)), lambda m: m + b.ffn(b.norm2(m)))),
+]
 
 
-def test_with_defaults_the_block_is_unchanged():
-    for position in ("post", "pre"):
-        block, h = block_and_input(norm_position=position)
-        a = lambda x: block.attn(x)[0]
-        if position == "post":
-            mid = block.norm1(h + a(h))
-            expected = block.norm2(mid + block.ffn(mid))
-        else:
-            mid = h + a(block.norm1(h))
-            expected = mid + block.ffn(block.norm2(mid))
-        assert torch.allclose(block(h)[0], expected, atol=1e-12)
+@pytest.mark.parametrize("layout, switch, formula", BLOCKS,
+                         ids=[f"{l}-{s or 'defaults'}" for l, s, _ in BLOCKS])
+def test_each_switch_computes_its_block(layout, switch, formula):
+    block, h = block_and_input(norm_position=layout, **switch)
+    assert torch.allclose(block(h)[0], formula(block, lambda x: block.attn(x)[0], h), atol=1e-12)
 
 
 def reference_logits(model, ids):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -268,7 +269,6 @@ def doors_in_notebook(path: Path, modules: set[str]) -> list[tuple[str, str]]:
     """(where, door) for each door other than the face and minitf.notebook that the notebook's code
     cells import or reach by attribute (`minitf.cli.main(...)`). IPython's `%` and `!` lines are
     left out: they are not Python."""
-    import json
     found = []
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     for n, cell in enumerate(cells):
@@ -466,7 +466,6 @@ def test_the_checker_sees_a_planted_violation_in_a_real_package_tree(tmp_path):
 def test_the_notebook_guard_fails_on_a_planted_notebook(tmp_path):
     """A copy of notebook 02 with one added cell: each door but the allowed ones is caught, by import
     or by attribute; 10's exception is 10's alone; the face, minitf.notebook and a wing pass."""
-    import json
     modules = set(package_modules())
     real = json.loads((NOTEBOOKS / "02_rope.ipynb").read_text(encoding="utf-8"))
 

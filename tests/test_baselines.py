@@ -49,8 +49,8 @@ def test_ordering_and_the_course_data():
     b = baseline_losses(val, train)
     assert isinstance(b, Baselines)
     assert b.uniform_256 > b.uniform_96 > b.unigram > b.length_oracle
-    assert (round(b.uniform_256, 2), round(b.uniform_96, 2), round(b.length_oracle, 2)) == (5.55, 4.56, 3.92)
-    assert b.unigram == pytest.approx(4.34, abs=0.01)
+    # notebook 05 quotes these (uniform 5.55, unigram 4.34, length oracle 3.92)
+    assert [round(x, 2) for x in (b.uniform_256, b.uniform_96, b.unigram, b.length_oracle)] == [5.55, 4.56, 4.34, 3.92]
     assert b.n_pairs == 75 and b.n_targets == sum(len(p.output) + 1 for p in val)
 
 

@@ -10,33 +10,18 @@ import pytest
 import torch
 
 import minitf
-from minitf import Config, Transformer
-from support import ROOT, script
+from minitf import Config
+from support import ROOT, script, trained_like
 
 
 
-def load_bench_module(name):
-    return script(f"bench/{name}.py", f"bench_{name}")
-
-
-ref = load_bench_module("reference_models")
+ref = script("bench/reference_models.py", "bench_reference_models")
 
 CONFIGS = {
     "seed": Config(),
     "wide": Config(d_model=16, n_heads=4, d_ff=24, activation="gelu"),
     "pre-norm": Config(d_model=16, n_heads=2, d_ff=32, norm_position="pre"),
 }
-
-
-def trained_like(config, seed=0):
-    """A minitf model with non-trivial norm gains and biases, so every parameter matters."""
-    torch.manual_seed(seed)
-    model = Transformer(config)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name or name.endswith("bias"):
-                p.uniform_(-0.5, 0.5).add_(1.0 if name.endswith("weight") else 0.0)
-    return model.eval()
 
 
 def ids_for(seed=1, shape=(3, 13)):
@@ -123,7 +108,7 @@ def test_expert_refuses_per_head_frequencies_it_cannot_hold():
 
 
 def test_runner_reads_the_recipe_command(tmp_path, monkeypatch):
-    run = load_bench_module("run")
+    run = script("bench/run.py", "bench_run")
     monkeypatch.setattr(run, "ROOT", tmp_path)
     assert run.read_recipe()[1].startswith("placeholder")
     (tmp_path / "docs").mkdir()
@@ -185,7 +170,7 @@ def test_every_bench_script_is_reachable_from_make_bench():
 
 
 def test_every_section_of_make_bench_is_one_it_can_run():
-    run = load_bench_module("run")
+    run = script("bench/run.py", "bench_run")
     source = (BENCH / "run.py").read_text()
     for name in run.SECTIONS:
         assert f'"{name}": lambda' in source, f"section {name} has no entry in bench/run.py's main"

@@ -274,30 +274,21 @@ def _merge_dropping_the_last(ids, pair, new_id):
     return out
 
 
-def _train_first_seen(data, n_merges):
-    ids, merges = list(data), []
-    for n in range(n_merges):
-        counts = my_count_pairs(ids)
-        if not counts:
-            break
-        pair = max(counts, key=counts.get)
-        if counts[pair] < 2:
-            break
-        merges.append(pair)
-        ids = my_merge(ids, pair, 256 + n)
-    return merges
-
-
-def _train_without_stopping(data, n_merges):
-    ids, merges = list(data), []
-    for n in range(n_merges):
-        counts = my_count_pairs(ids)
-        if not counts:
-            break
-        pair = min(counts, key=lambda p: (-counts[p], p))
-        merges.append(pair)
-        ids = my_merge(ids, pair, 256 + n)
-    return merges
+def _train(tie_by_order=False, stop_at_one=True):
+    """A learner's train_merges with one slip: ties broken by the text's order, or no stop at count 1."""
+    def my_train_merges(data, n_merges):
+        ids, merges = list(data), []
+        for n in range(n_merges):
+            counts = my_count_pairs(ids)
+            if not counts:
+                break
+            pair = max(counts, key=counts.get) if tie_by_order else min(counts, key=lambda p: (-counts[p], p))
+            if stop_at_one and counts[pair] < 2:
+                break
+            merges.append(pair)
+            ids = my_merge(ids, pair, 256 + n)
+        return merges
+    return my_train_merges
 
 
 def _encode_splitting_special(data, merges, special):
@@ -321,30 +312,13 @@ def _decode_each_token(ids, merges, special):
     return b"".join(vocab[i].decode("utf-8").encode("utf-8") for i in ids)
 
 
-SLIPS = [
+SLIPS = [  # notebook 15's slips: test_workbook's mistakes test runs them
     ("count_pairs", _count_without_overlaps, "counted_without_overlaps", "so its count is 2"),
     ("merge", _merge_overlapping, "merged_overlaps", "merges overlapping pairs"),
     ("merge", _merge_dropping_the_last, "dropped_the_last_id", "drops the last id"),
-    ("train_merges", _train_first_seen, "tie_broken_by_order", "which pair came first in the text"),
-    ("train_merges", _train_without_stopping, "merged_single_pairs", "pairs that occur only once"),
+    ("train_merges", _train(tie_by_order=True), "tie_broken_by_order", "which pair came first in the text"),
+    ("train_merges", _train(stop_at_one=False), "merged_single_pairs", "pairs that occur only once"),
     ("encode", _encode_splitting_special, "special_split", "cut each special token out first"),
     ("decode", _decode_to_text, "decoded_to_text", "decode returns bytes"),
     ("decode", _decode_each_token, "raised", "UnicodeDecodeError"),
 ]
-
-
-@pytest.mark.parametrize("name, wrong, diagnosis, words", SLIPS, ids=[f"{s[0]}-{s[1].__name__}" for s in SLIPS])
-def test_each_bpe_slip_is_named(name, wrong, diagnosis, words):
-    from minitf.course import exercises as workbook
-    from minitf.course.feedback import ExerciseError
-    with pytest.raises(ExerciseError) as info:
-        workbook.run_check(name, wrong)
-    assert diagnosis in info.value.diagnoses, str(info.value)
-    assert words in str(info.value), str(info.value)
-
-
-@pytest.mark.parametrize("name", ["count_pairs", "merge", "train_merges", "encode", "decode"])
-def test_the_reference_solutions_pass(name):
-    from minitf.course import exercises as workbook
-    from minitf.course import solutions
-    assert workbook.run_check(name, getattr(solutions, f"my_{name}")).startswith("✓")

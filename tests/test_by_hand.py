@@ -9,7 +9,7 @@ import torch
 import minitf
 from support import ROOT
 from minitf.core.rope import position_ids
-from minitf.course.by_hand import HandSet, byte_circle, shift_by_hand, value_rotation
+from minitf.course.by_hand import HandSet, shift_by_hand
 from test_checkpoints import maker
 
 
@@ -27,15 +27,6 @@ def test_it_solves_shift_on_every_length_up_to_24_with_no_training(d_model, para
         assert sum(len(set(p.input)) < len(p.input) for p in pairs) > 150  # repeated bytes too
         assert minitf.evaluate(model, pairs)["exact_match"] >= 0.999
     assert minitf.generate(model, "Hello, world~") == b"Ifmmp-!xpsme "
-
-
-def test_the_value_path_maps_every_printable_byte_to_its_successor():
-    n = HandSet()
-    E, W_V = byte_circle(n), value_rotation(n)
-    printable = torch.arange(32, 127)
-    moved = E[printable] @ W_V.T                       # each byte's code, rotated
-    nearest = (moved @ E[printable].T).argmax(-1) + 32  # the printable byte it lands on
-    assert nearest.tolist() == [b + 1 if b < 126 else 32 for b in printable.tolist()]
 
 
 def test_the_query_peaks_one_id_ahead_and_the_tab_key_sits_between():
@@ -116,61 +107,39 @@ def test_patching_the_value_path_changes_the_output_as_the_circuit_says():
     assert next_byte_with_value_of(model, b"kq\t", 1, ord("x")) == ord("l")  # not the source: no effect
 
 
-# --- notebook 12's exercises: each wrong piece is named by the job it fails ----------------------
+# --- notebook 12's exercises ----------------------------------------------------------------------
 
 from minitf.course import solutions  # noqa: E402
 
 
-def feedback(name, fn):
-    with pytest.raises(minitf.ExerciseError) as info:
-        minitf.exercises.run_check(name, fn)
-    return str(info.value)
+def uneven_circle(k):
+    E = solutions.my_byte_circle(k)
+    E[126] = E[125]  # '~' sits on '}'
+    return E
 
 
-def test_the_reference_pieces_pass_and_build_the_solver():
-    for name in ("byte_circle", "query", "tab_score", "value_rotation"):
-        assert minitf.exercises.run_check(name, getattr(solutions, f"my_{name}")).startswith("✓")
+SLIPS = [  # notebook 12's wrong pieces, each named by the job it fails: test_workbook's mistakes test runs them
+    ("query", lambda S, omega: math.sqrt(S) * torch.tensor([1.0, 0.0, 1.0, 0.0], dtype=torch.float64),
+     "wrong_job", "your query peaks at relative id 0, not +1"),
+    ("query", lambda S, omega: math.sqrt(S) * torch.tensor([math.cos(omega), -math.sin(omega), 1.0, 0.0],
+                                                           dtype=torch.float64),
+     "wrong_job", "peaks at relative id -1, not +1"),
+    ("value_rotation", lambda k: solutions.my_value_rotation(2 * k), "wrong_job",
+     "maps 'a' to 'c', not 'b' (95 of 95 bytes land wrong): two steps"),
+    ("value_rotation", lambda k: solutions.my_value_rotation(-k), "wrong_job",
+     "maps 'a' to '`', not 'b' (95 of 95 bytes land wrong): it turns the wrong way"),
+    ("tab_score", lambda S, omega: S, "wrong_job", "TAB would win while a byte is still left"),
+    ("tab_score", lambda S, omega: S * math.cos(omega), "wrong_job", "never writes EOS"),
+    ("byte_circle", lambda k: solutions.my_byte_circle(19), "wrong_job", "share a point"),
+    ("byte_circle", uneven_circle, "wrong_job", "share a point"),
+]
+
+
+def test_the_reference_pieces_build_the_solver():
     pieces = {n: getattr(solutions, f"my_{n}") for n in ("byte_circle", "query", "tab_score", "value_rotation")}
     built, reference = shift_by_hand(HandSet(), pieces), shift_by_hand()
     for (name, a), (_, b) in zip(built.state_dict().items(), reference.state_dict().items()):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-6, msg=name)
-
-
-def test_a_query_that_does_not_look_ahead_is_named():
-    def my_query(S, omega):
-        return math.sqrt(S) * torch.tensor([1.0, 0.0, 1.0, 0.0], dtype=torch.float64)
-    assert "your query peaks at relative id 0, not +1" in feedback("query", my_query)
-
-    def my_query_backwards(S, omega):
-        return math.sqrt(S) * torch.tensor([math.cos(omega), -math.sin(omega), 1.0, 0.0], dtype=torch.float64)
-    assert "peaks at relative id -1, not +1" in feedback("query", my_query_backwards)
-
-
-def test_a_value_path_that_turns_two_steps_or_backwards_is_named():
-    msg = feedback("value_rotation", lambda k: solutions.my_value_rotation(2 * k))
-    assert "maps 'a' to 'c', not 'b'" in msg and "two steps" in msg
-    msg = feedback("value_rotation", lambda k: solutions.my_value_rotation(-k))
-    assert "maps 'a' to '`', not 'b'" in msg and "the wrong way" in msg
-
-
-def test_tab_scores_outside_the_window_are_named():
-    assert "TAB would win while a byte is still left" in feedback("tab_score", lambda S, omega: S)
-    assert "never writes EOS" in feedback("tab_score", lambda S, omega: S * math.cos(omega))
-
-
-def test_a_circle_whose_bytes_collide_or_do_not_step_evenly_is_named():
-    assert "share a point" in feedback("byte_circle", lambda k: solutions.my_byte_circle(19))
-
-    def uneven(k):
-        E = solutions.my_byte_circle(k)
-        E[126] = E[125]  # '~' sits on '}'
-        return E
-    assert "share a point" in feedback("byte_circle", uneven)
-
-
-def test_calling_the_construction_itself_is_refused():
-    from minitf.course.by_hand import query
-    assert "uses minitf.course.by_hand.query" in feedback("query", lambda S, omega: query(S, omega))
 
 
 @pytest.mark.parametrize("piece", ["byte_circle", "query", "tab_score", "value_rotation"])

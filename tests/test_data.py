@@ -61,17 +61,6 @@ def test_crlf_and_blank_lines_are_fine(tmp_path):
     assert read_pairs(path) == [Pair(b"ab", b"bc"), Pair(b"q", b"r")]
 
 
-def test_the_seed_sample_is_mostly_not_pairs():
-    pairs = read_pairs("data/seed/train.txt", strict=False)
-    report = pairs.report
-    assert (report.lines, report.pairs) == (159, 8)
-    assert sum(p.output == minitf.shift_bytes(p.input) for p in pairs) == 5
-    pairs = read_pairs("data/seed/val.txt", strict=False)
-    report = pairs.report
-    assert (report.lines, report.pairs) == (43, 7)
-    assert sum(p.output == minitf.shift_bytes(p.input) for p in pairs) == 5
-
-
 def test_shipped_data_is_clean_and_held_out():
     train, val = read_pairs("data/train.txt"), read_pairs("data/val.txt")
     assert (len(train), len(val)) == (450, 75)

@@ -87,15 +87,22 @@ def test_a_name_declared_twice_is_refused_naming_where(declared):
         lessons.register(THROW_AWAY, "tests' copy")
 
 
-def test_a_piece_needs_a_known_kind_and_its_call():
+REFUSED = [  # (what differs from THROW_AWAY, what the refusal at declaration says)
+    (dict(name="bad_kind", piece=Piece(fills="optimizer", order=99, call=THROW_AWAY.call)),
+     "fills='optimizer'"),
+    (dict(name="no_call", piece=Piece(fills="model", order=99, call="")), "needs `call`"),
+    (dict(options={"hints_by_diagnosis": {"permutaton": "…"}}),
+     "a hint for diagnosis 'permutaton', which the checks never report"),
+    (dict(name="misnamed"), "so it is named my_misnamed"),
+]
+
+
+@pytest.mark.parametrize("changes, says", REFUSED, ids=["kind", "call", "hint", "name"])
+def test_a_wrong_declaration_is_refused_and_not_registered(changes, says):
     import dataclasses
-    with pytest.raises(ValueError, match="fills='optimizer'"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="bad_kind",
-                                             piece=Piece(fills="optimizer", order=99, call=THROW_AWAY.call)))
-    with pytest.raises(ValueError, match="needs `call`"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="no_call",
-                                             piece=Piece(fills="model", order=99, call="")))
-    assert "bad_kind" not in lessons.EXERCISES and "no_call" not in lessons.EXERCISES
+    with pytest.raises(ValueError, match=says):
+        lessons.register(dataclasses.replace(THROW_AWAY, **changes))
+    assert changes.get("name", THROW_AWAY.name) not in lessons.EXERCISES
 
 
 def test_each_lesson_module_declares_the_exercises_of_its_notebook():
@@ -160,16 +167,6 @@ def test_the_maps_you_write_column_gains_a_new_exercise_from_its_declaration(dec
     assert "`throw_away_lookup`" not in row["write"]
     written = map_minutes.you_write(row["write"], "01")
     assert written.rstrip().endswith(", `throw_away_lookup`") and "`embed`" in written
-
-
-def test_a_hint_for_a_diagnosis_no_check_reports_fails_at_declaration():
-    import dataclasses
-    typo = dataclasses.replace(THROW_AWAY, options={"hints_by_diagnosis": {"permutaton": "…"}})
-    with pytest.raises(ValueError, match="a hint for diagnosis 'permutaton', which the checks never report"):
-        lessons.register(typo)
-    with pytest.raises(ValueError, match="so it is named my_misnamed"):
-        lessons.register(dataclasses.replace(THROW_AWAY, name="misnamed"))
-    assert THROW_AWAY.name not in lessons.EXERCISES and "misnamed" not in lessons.EXERCISES
 
 
 def _strings_said_outside_dict_keys() -> set[str]:

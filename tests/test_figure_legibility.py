@@ -17,6 +17,7 @@ import struct
 import sys
 
 import pytest
+from matplotlib.figure import Figure
 from support import ROOT, cells
 
 sys.path.insert(0, str(ROOT))
@@ -68,7 +69,6 @@ def test_every_stored_figure_is_legible_as_displayed(path):
 
 
 def test_the_display_size_follows_jupyterlab():
-    from matplotlib.figure import Figure
     from minitf.views.pictures import figure_png
 
     fig = Figure(figsize=(12.5, 3), dpi=100)  # 1,250 px at 100 dpi
@@ -83,7 +83,6 @@ def test_the_display_size_follows_jupyterlab():
 def test_every_way_minitf_draws_a_png_records_its_smallest_text():
     import base64 as b64
 
-    from matplotlib.figure import Figure
     from minitf.views.pictures import captioned, figure_png, inline_png
 
     fig = Figure(figsize=(4, 2), dpi=100)

@@ -2,10 +2,14 @@
 import math
 
 import matplotlib.colors as mcolors
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 import pytest
+import torch
 
 import minitf
 from minitf.views import figures
+from minitf.views.figures import plot_training
 
 PAIRS = [minitf.Pair(b"Hi", b"Ij"), minitf.Pair(b"cat", b"dbu"), minitf.Pair(b"a~z", b"b {")]
 
@@ -53,7 +57,6 @@ def test_batch_picture_has_a_key_for_every_colour_and_readable_text():
 
 
 def test_plot_training_draws_a_checkpoints_curves_beside_baselines():
-    from minitf.views.figures import plot_training
     meta = minitf.load("data/checkpoints/lm.pt").metadata
     fig = plot_training(meta, {"bigram": 2.5})
     ax = fig.axes[0]
@@ -66,7 +69,6 @@ def test_plot_training_draws_a_checkpoints_curves_beside_baselines():
 
 
 def test_plot_bytes_read_marks_each_span_with_its_mean():
-    import torch
     from minitf.views.figures import plot_bytes_read
     bits = torch.linspace(4, 2, 64)
     fig = plot_bytes_read(bits, [(1, 1), (2, 4), (5, 64)], ("bigram", 3.6))
@@ -76,7 +78,6 @@ def test_plot_bytes_read_marks_each_span_with_its_mean():
 
 
 def test_plot_training_can_put_its_legend_below_the_curves():
-    from minitf.views.figures import plot_training
     meta = {"loss_curve_every": 10, "loss_curve": [4.0, 3.0, 2.0], "val_curve": [{"step": 30, "loss": 2.5}]}
     [legend] = [c for c in plot_training(meta, {"unigram": 4.3}, legend_below=True).axes[0].get_children()
                 if type(c).__name__ == "Legend"]
@@ -94,17 +95,12 @@ def test_plot_logged_says_how_many_points_each_metric_has_and_how_often():
 
 def rendered(fig):
     """The figure's pixels (H, W, 4), as the inline backend draws them."""
-    import numpy as np
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
     return np.asarray(canvas.buffer_rgba())
 
 
 def pixels_of(fig, colour: str) -> int:
-    import numpy as np
-
     rgb = np.array(mcolors.to_rgb(colour)) * 255
     return int((np.abs(rendered(fig)[..., :3].astype(float) - rgb).max(-1) < 24).sum())
 
@@ -122,9 +118,6 @@ def test_a_curve_that_coincides_with_a_later_one_stays_visible():
 
 def test_the_missing_half_figure_labels_do_not_collide():
     """Notebook 07's left panel: six bars' labels two lines each ("attention" beside "stream" touched)."""
-    import torch
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     from minitf.core.origami import widen
     from minitf.experiments.results import GROWTH_START
     from minitf.views.trace import trace
@@ -143,7 +136,6 @@ def test_the_missing_half_figure_labels_do_not_collide():
 
 def test_copied_layer_draws_w_x_and_the_plain_copies_output_with_a_key():
     """07's predict figure: the grid of plain copies (no 1/k) applied to k copies of x gives k·W x."""
-    import torch
     W = torch.tensor([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]])
     x = torch.tensor([1.0, 2.0, -1.0])
     for k in (2, 3):

@@ -41,11 +41,15 @@ def test_source_position(task, expected):
     assert [heatmaps.source_position(task, 4, k) for k in range(4)] == expected
 
 
-def test_source_position_rejects_what_it_cannot_answer():
-    with pytest.raises(ValueError, match="sort"):
-        heatmaps.source_position("sort", 3, 0)
-    with pytest.raises(ValueError, match="outside"):
-        heatmaps.source_position("copy", 3, 3)
+@pytest.mark.parametrize("call, reason", [
+    (lambda: heatmaps.source_position("sort", 3, 0), "sort"),
+    (lambda: heatmaps.source_position("copy", 3, 3), "outside"),
+    (lambda: heatmaps.AttentionSelector([]), "at least one"),
+    (lambda: heatmaps.to_bertviz([torch.zeros(2, 2, 3, 3)]), "layer 0"),  # a batch of many
+], ids=["sort", "outside", "no examples", "bertviz batch"])
+def test_what_heatmaps_cannot_answer_is_refused_with_the_reason(call, reason):
+    with pytest.raises(ValueError, match=reason):
+        call()
 
 
 def ideal_weights(n, task, heads=2):
@@ -200,11 +204,6 @@ def test_selector_takes_typed_input_and_switches_heads_off(monkeypatch):
     torch.testing.assert_close(sel.state["weights"][1], before["weights"][1])
 
 
-def test_selector_needs_examples():
-    with pytest.raises(ValueError, match="at least one"):
-        heatmaps.AttentionSelector([])
-
-
 def test_to_bertviz_gives_one_batch_of_one_per_layer():
     model = small_model()
     ids = torch.tensor([list(b"ab\tbc")])
@@ -215,11 +214,6 @@ def test_to_bertviz_gives_one_batch_of_one_per_layer():
         for o, r in zip(out, raw):
             assert o.shape == (1, 2, 5, 5) and not o.requires_grad
             torch.testing.assert_close(o, r)
-
-
-def test_to_bertviz_rejects_a_batch_of_many():
-    with pytest.raises(ValueError, match="layer 0"):
-        heatmaps.to_bertviz([torch.zeros(2, 2, 3, 3)])
 
 
 @pytest.mark.slow

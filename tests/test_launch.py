@@ -214,9 +214,13 @@ def test_the_colab_cell_clones_what_exists_and_installs_the_pins():
     refs = git_refs()
     if refs is not None:
         assert clone_problem(cell, refs) is None
-    assert "--branch" not in cell or refs is not None  # a named branch must be checkable here
-    assert f"torch=={pins()['torch']}" in cell and "-e ./course" in cell
-    assert "%cd course/notebooks" in cell  # the notebooks' relative paths (../data) then hold
+    assert "--branch" not in cell and "git clone --quiet --depth 1 {MINITF_REPO}" in cell  # the default branch
+    assert f"torch=={pins()['torch']} --index-url https://download.pytorch.org/whl/cpu" in cell
+    assert "-e ./course" in cell and "%cd course/notebooks" in cell  # the notebooks' paths (../data) then hold
+    # the troubleshooting page says what the cell does, and names no tag
+    text = " ".join((ROOT / "docs" / "troubleshooting.md").read_text().split())
+    colab = text[text.index("## Opening a notebook elsewhere (Colab)"):][:400]
+    assert "tag" not in colab and "clones minitf's default branch, installs the pinned torch (CPU build)" in colab
 
 
 def test_a_clone_of_a_missing_tag_is_caught():

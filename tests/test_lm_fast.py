@@ -19,13 +19,8 @@ CHECKPOINT = ROOT / "data" / "checkpoints" / "lm_fast.pt"
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def recipe_args():
-    args = cli.parser().parse_args(["train", *cli.flag_words(recipes.get("lm-fast").values), "--out", "x.pt"])
-    return args
-
-
 def test_the_recipe_is_the_bench_arm_and_the_checkpoint_command():
-    args = recipe_args()
+    args = cli.parser().parse_args(["train", *cli.flag_words(recipes.get("lm-fast").values), "--out", "x.pt"])
     fast = lm_fast.FAST
     assert cli.config_from_args(args) == minitf.Config(max_len=64, **fast["config"])
     assert {k: getattr(args, k) for k in fast["train"]} == fast["train"]

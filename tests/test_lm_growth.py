@@ -11,10 +11,16 @@ from minitf import origami
 from minitf.core.flops import flops_per_token, non_embedding_parameters
 from minitf.core.text import random_windows
 from minitf.core.train import make_optimizer, train_step
+from minitf.experiments.results import load_lm_growth
 from support import ROOT, markdown, script
 
 SMALL = minitf.Config(d_model=8, n_heads=2, n_layers=2, d_ff=16, norm_position="pre", dropout=0.0,
                       max_len=16)
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return script("bench/lm_growth.py")
 
 
 def test_flops_per_token_matches_a_hand_count():
@@ -34,15 +40,14 @@ def test_flops_per_token_matches_a_hand_count():
 def test_flops_per_token_of_the_language_model_and_its_small_stages():
     lm = minitf.Config(d_model=64, n_heads=4, n_layers=4, d_ff=256, norm_position="pre", dropout=0.0,
                        max_len=64)
-    assert minitf.count_parameters(minitf.Transformer(lm)) == 233_088  # docs/recipes.md
     assert flops_per_token(lm, 64) == 6 * (233_088 - 256 * 64) + 6 * 4 * 64 * 64 == 1_398_528
     assert flops_per_token(lm.replace(n_layers=1), 64) == 425_088
     with pytest.raises(ValueError, match="context"):
         flops_per_token(lm, 65)
 
 
-def test_the_budget_wsd_schedule_of_the_growth_study():
-    wsd_by_budget = _bench().wsd_by_budget
+def test_the_budget_wsd_schedule_of_the_growth_study(bench):
+    wsd_by_budget = bench.wsd_by_budget
     assert wsd_by_budget(0.0, 1.0, 0.1, 0.2) == 0.0
     assert wsd_by_budget(0.05, 1.0, 0.1, 0.2) == pytest.approx(0.5)
     assert wsd_by_budget(0.1, 1.0, 0.1, 0.2) == wsd_by_budget(0.5, 1.0, 0.1, 0.2) \
@@ -136,12 +141,7 @@ def test_widen_keeps_the_loss_within_rounding_with_the_optimizer_carried():
     assert torch.isfinite(train_step(g.model.train(), g.optimizer, ids, targets))
 
 
-def _bench():
-    return script("bench/lm_growth.py")
-
-
-def test_the_new_layers_learning_rate_rule_boosts_exactly_the_layers_deepen_added():
-    bench = _bench()
+def test_the_new_layers_learning_rate_rule_boosts_exactly_the_layers_deepen_added(bench):
     arm = bench.ARMS["deepen 2→4, τ=0.75, new layers 2× LR"]
     assert bench.new_layers(arm, 2) == [1, 3]
     small, opt, _, _ = _trained()  # 2 layers, moments non-zero
@@ -156,8 +156,7 @@ def test_the_new_layers_learning_rate_rule_boosts_exactly_the_layers_deepen_adde
     assert all(torch.equal(g.optimizer.state[p]["exp_avg_sq"], moments[id(p)]) for p in g.model.parameters())
 
 
-def test_reach_interpolates_between_evaluations():
-    bench = _bench()
+def test_reach_interpolates_between_evaluations(bench):
     curve = [{"flops": 10, "val_loss": 3.0}, {"flops": 20, "val_loss": 2.0}, {"flops": 30, "val_loss": 1.5}]
     assert bench.reach(curve, 2.5) == pytest.approx(15)
     assert bench.reach(curve, 1.75) == pytest.approx(25)
@@ -166,8 +165,7 @@ def test_reach_interpolates_between_evaluations():
 
 
 @pytest.mark.slow
-def test_quick_bench_runs_every_arm_and_keeps_the_function_where_it_should(tmp_path):
-    bench = _bench()
+def test_quick_bench_runs_every_arm_and_keeps_the_function_where_it_should(tmp_path, bench):
     arms = ["deepen 2→4, τ=0.5", "stack 2→4, τ=0.75", "widen d32→64, τ=0.75", "scratch, 0.7 budget"]
     assert bench.main(["--quick", "--out", str(tmp_path), "--arms", *arms]) == 0
     result = json.loads((tmp_path / "lm_growth.json").read_text())
@@ -192,8 +190,7 @@ def stored():
     return json.loads((ROOT / "minitf" / "experiments" / "stored" / "lm_growth.json").read_text())
 
 
-def test_the_stored_runs_are_complete_and_spent_the_same_budget(stored):
-    bench = _bench()
+def test_the_stored_runs_are_complete_and_spent_the_same_budget(stored, bench):
     assert not stored["quick"] and stored["seeds"] == [0, 1, 2] and set(stored["summary"]["arms"]) == set(bench.ARMS)
     full = stored["budget_flops"]
     assert full == stored["budget_steps"] * 32 * 64 * 1_398_528
@@ -219,8 +216,7 @@ def test_the_stored_growth_steps_kept_the_function_where_the_operator_is_exact(s
             assert g["operation"].startswith("stack") and g["loss_after"] != g["loss_before"]
 
 
-def test_the_stored_summary_follows_from_the_runs(stored):
-    bench = _bench()
+def test_the_stored_summary_follows_from_the_runs(stored, bench):
     lr, runs, full = stored["lr"], stored["runs"], stored["budget_flops"]
     assert lr == min(stored["lrs"], key=lambda x: stored["lr_tuning"][f"{x:g}"])
     assert min(stored["lrs"]) < lr < max(stored["lrs"])  # scratch's best rate is inside the tuned range
@@ -239,7 +235,6 @@ def test_the_stored_summary_follows_from_the_runs(stored):
 
 
 def test_load_lm_growth_gives_arms_curves_and_growth_steps(stored):
-    from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
     assert [a.name for a in r.arms] == list(stored["summary"]["arms"])
     assert len(r.curves) == 3 * len(r.arms) and r.lr == stored["lr"]
@@ -269,7 +264,6 @@ def _mean(xs):
 
 
 def test_notebook_13_states_the_command_the_budget_and_the_bounds(section9, stored):
-    from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
     text = markdown("13_growth_report")
     intro = text[:text.index("## 1.")]
@@ -299,7 +293,6 @@ def test_notebook_13_stack_demo_sentence_matches_the_checkpoint():
 
 
 def test_notebook_13_result_and_explanation_match_the_stored_numbers(section9):
-    from minitf.experiments.results import load_lm_growth
     r = load_lm_growth()
     arms = {a.name: a for a in r.arms}
     claimed = [a for a in r.arms if a.beats_scratch_range]

@@ -12,17 +12,10 @@ import minitf
 from minitf import cli
 from minitf.core.config import MODERN, Config
 from minitf.core.kv_cache import KVCache
-from minitf.core.origami import GrowthError, deepen, widen
+from minitf.core.muon import Muon
 from minitf.core.train import Combined, block_matrices, make_lm_optimizer, wsd_at
 from minitf.views.trace import fmt, trace
 from support import assert_close_float32
-
-# the fields a config saved before the modern options wrote (Config().to_dict() then)
-OLD_FIELDS = {"vocab_size", "d_model", "n_heads", "head_dim", "n_layers", "d_ff", "activation",
-              "norm", "norm_position", "norm_eps", "positional", "rope_base", "rope_on_v",
-              "rope_scale", "rope_freqs", "position_ids", "tie_embeddings", "causal", "residual",
-              "ffn", "dropout", "max_len"}
-
 
 def modern(**kw):
     return Config.modern(**{"d_model": 16, "n_heads": 2, "n_layers": 2, "d_ff": 24, "dropout": 0.0,
@@ -141,16 +134,10 @@ def test_zero_init_blocks_start_as_the_identity():
         torch.testing.assert_close(model(ids), expected)
 
 
-def test_defaults_unchanged_and_the_preset():
-    assert set(Config().to_dict()) == OLD_FIELDS  # saved configs read and write as before
-    assert repr(Config()) == repr(Config(bias=True, ffn_gate=False, qk_norm=False))
+def test_the_preset():  # the defaults and their checks: test_config
     cfg = Config.modern(d_model=8)
     assert {k: v for k, v in cfg.flat().items() if k in MODERN} == MODERN
     assert Config.from_dict(cfg.to_dict()) == cfg
-    with pytest.raises(ValueError, match="logit_softcap"):
-        Config(logit_softcap=0)
-    with pytest.raises(ValueError, match="ffn_gate"):
-        Config(ffn=False, ffn_gate=True)
 
 
 def test_checkpoint_round_trip(tmp_path):
@@ -200,15 +187,8 @@ def test_trace_writes_out_qk_norm():
         expected = model.double()(torch.tensor([list(b"hello there")]))[0]
     torch.testing.assert_close(tr.logits, expected)
     q = tr.layers[0].q
-    assert torch.allclose(q.pow(2).mean(-1).sqrt().mean(), q.pow(2).mean(-1).sqrt().mean())
     text = tr.explain("L0.h1.q.3.2")
     assert "QK-norm" in text and text.split("= ")[-1].startswith(fmt(float(q[1, 3, 2])))
-
-
-def test_origami_refuses_the_modern_block():
-    for grow in (lambda m: widen(m), lambda m: deepen(m, [0])):
-        with pytest.raises(GrowthError, match="modern block"):
-            grow(minitf.Transformer(modern()))
 
 
 def test_cli_preset_and_flags():
@@ -232,7 +212,8 @@ def test_muon_takes_the_block_matrices():
     torch.manual_seed(8)
     model = minitf.Transformer(modern())
     opt = make_lm_optimizer(model, 1e-3, kind="muon", embed_lr=3.0, muon_lr=2e-2)
-    assert isinstance(opt, Combined) and isinstance(opt.optimizers[0], torch.optim.Muon)
+    assert isinstance(opt, Combined) and type(opt.optimizers[0]) is Muon  # minitf's (tests/test_muon.py)
+    assert opt.optimizers[0].dtype is None  # its precision chosen per device at each step
     muon = {id(p) for g in opt.optimizers[0].param_groups for p in g["params"]}
     assert muon == {id(p) for p in block_matrices(model)} and len(muon) == 2 * 5  # qkv, W_O, up, gate, down
     assert {g["lr_scale"] for g in opt.param_groups} == {20.0, 3.0, 1.0}

@@ -8,7 +8,6 @@ import torch
 
 from minitf.core import muon as minitf_muon
 from minitf.core.muon import Muon, orthogonal_dtype, orthogonalise
-from minitf.core.train import Combined, make_lm_optimizer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -79,28 +78,21 @@ def test_the_precision_follows_the_cpus_bf16(monkeypatch):
     assert orthogonal_dtype(torch.device("cpu")) == torch.bfloat16
 
 
-@pytest.mark.parametrize("cap, fast", [("AVX2", False), ("AVX512_CORE", False),
-                                       ("AVX512_CORE_BF16", True), ("avx512_core_amx", True)])
-def test_a_onednn_isa_cap_below_bf16_means_float32(monkeypatch, cap, fast):
+@pytest.mark.parametrize("avx512_bf16, cap, fast", [
+    (True, "AVX2", False), (True, "AVX512_CORE", False), (True, "AVX512_CORE_BF16", True),
+    (True, "avx512_core_amx", True), (False, None, False)])
+def test_a_onednn_isa_cap_below_bf16_or_a_cpu_without_it_means_float32(monkeypatch, avx512_bf16, cap, fast):
     """ONEDNN_MAX_CPU_ISA=AVX2 (or AVX512_CORE) makes oneDNN emulate bf16: slow, so float32."""
-    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
     monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True, raising=False)
-    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
+    if cap is None:
+        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    else:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", cap)
     minitf_muon.cpu_has_fast_bf16.cache_clear()
     try:
         assert minitf_muon.cpu_has_fast_bf16() is fast
-    finally:
-        monkeypatch.undo()
-        minitf_muon.cpu_has_fast_bf16.cache_clear()
-
-
-def test_a_cpu_without_avx512_bf16_gets_float32(monkeypatch):
-    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
-    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
-    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
-    minitf_muon.cpu_has_fast_bf16.cache_clear()
-    try:
-        assert minitf_muon.cpu_has_fast_bf16() is False
     finally:
         monkeypatch.undo()
         minitf_muon.cpu_has_fast_bf16.cache_clear()
@@ -120,14 +112,6 @@ def test_torchs_state_dict_loads_and_resumes_the_same():
     run(lambda ps: ours, steps[2:], ours_params)
     for a, b in zip(ref_params, ours_params):
         assert torch.equal(a, b)
-
-
-def test_the_lm_recipes_optimizer_is_minitfs_muon():
-    import minitf
-    model = minitf.Transformer(minitf.Config(d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=16))
-    opt = make_lm_optimizer(model, 1e-3, kind="muon", muon_lr=2e-2)
-    assert isinstance(opt, Combined) and type(opt.optimizers[0]) is Muon
-    assert opt.optimizers[0].dtype is None  # chosen per device at each step
 
 
 def test_the_bench_shows_a_muon_step_within_1_3_adamw_steps_without_bf16():

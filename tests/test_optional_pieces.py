@@ -19,6 +19,7 @@ from minitf import parts, solutions
 from minitf.course import my_parts
 from minitf.course import training_parts as tp
 from minitf.course.exercises import EXERCISES
+from minitf.experiments import train_seeds
 from support import ROOT, run_with_saved_pieces
 
 sys.path.insert(0, str(ROOT / "tools"))
@@ -82,7 +83,7 @@ def test_every_required_piece_saved_and_no_optional_one_builds_minitfs_model_and
 
     def train(training_parts):
         torch.manual_seed(0)
-        config = minitf.Config(**tp_recipe_config())
+        config = minitf.Config(**train_seeds.RECIPE["config"])  # 08's model
         model = parts.assemble(config, model_parts).double()
         optimizer = tp.make_optimizer(model, training_parts.adamw, lr=4e-2, weight_decay=0.01)
         pairs = minitf.make_pairs("shift", 32, seed=0)
@@ -102,12 +103,6 @@ def test_every_required_piece_saved_and_no_optional_one_builds_minitfs_model_and
     assert library_losses[-1] < library_losses[0]
     torch.testing.assert_close(torch.tensor(library_losses), torch.tensor(reference_losses), rtol=1e-9, atol=1e-12)
     torch.testing.assert_close(library_weights, reference_weights, rtol=1e-9, atol=1e-12)
-
-
-def tp_recipe_config() -> dict:
-    """Notebook 08's model (the seed spread's recipe)."""
-    from minitf.experiments import train_seeds
-    return dict(train_seeds.RECIPE["config"])
 
 
 def test_a_saved_optional_piece_is_the_learners_and_a_broken_one_gives_way_to_the_reference(tmp_path, monkeypatch):

@@ -10,20 +10,10 @@ import torch
 import minitf
 from minitf import Config, Transformer, make_batch, make_pairs, masked_loss, origami
 from minitf.core.origami import GrowthError, deepen, widen, widen_heads
+from support import trained_like
 
 ACTIVATIONS = ["relu", "gelu", "silu"]
 VARIANTS = list(itertools.product(["post", "pre"], ["layer", "rms"]))
-
-
-def trained_like(config, dtype=torch.float32, seed=0):
-    """A model whose norms and biases are far from their initial values, like a trained one."""
-    torch.manual_seed(seed)
-    model = Transformer(config).to(dtype)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.5)
-    return model.eval()
 
 
 def random_ids(seed, max_len=16):
@@ -172,16 +162,6 @@ def test_widen_heads_and_deepen_keep_loss_and_old_gradients():
     assert q_new.abs().max() > 0  # the zero half of Q receives a gradient: the new frequency learns
 
 
-def test_post_norm_deepen_refuses_to_insert_before_the_first_layer():
-    with pytest.raises(GrowthError, match="post-norm.*pre-norm"):
-        deepen(trained_like(Config()), after=[-1])
-
-
-def test_widen_refuses_sinusoidal_positions():
-    with pytest.raises(GrowthError, match="sinusoidal"):
-        widen(trained_like(Config(positional="sinusoidal")))
-
-
 def test_a_construction_that_changes_the_function_is_reported_not_returned():
     model = trained_like(Config())
     with pytest.raises(GrowthError, match=r"not the same function: max \|Δlogits\|"):
@@ -251,20 +231,6 @@ def test_save_load_grow_save_round_trip(tmp_path):
     assert (again(ids) - model(ids)).abs().max() < 1e-3  # three folds, post-norm deepen included
 
 
-def test_widen_weight_exercise_solution_passes_and_a_wrong_one_is_explained():
-    def solution(W, k):
-        return torch.cat([torch.cat([W / k] * k, dim=1)] * k, dim=0)
-
-    def forgot_to_divide(W, k):
-        return torch.cat([torch.cat([W] * k, dim=1)] * k, dim=0)
-
-    cases = [(torch.arange(6.0).view(2, 3), 2), (torch.linspace(-1, 1, 8).view(4, 2), 3)]
-    assert "agrees" in minitf.check_function(solution, origami.widen_weight, cases)
-    with pytest.raises(minitf.ExerciseError, match="(?s)differ.*Hint"):
-        minitf.check_function(forgot_to_divide, origami.widen_weight, cases,
-                              hint="a copied input is added k times")
-
-
 def test_draw_widen_shows_w_beside_its_tiling_on_one_centred_scale():
     import matplotlib
     matplotlib.use("Agg")
@@ -283,12 +249,20 @@ def test_draw_widen_shows_w_beside_its_tiling_on_one_centred_scale():
     plt.close(fig)
 
 
-@pytest.mark.parametrize("ablation", [{"residual": False}, {"ffn": False}])
-@pytest.mark.parametrize("grow", [lambda m: minitf.widen(m, 2), minitf.widen_heads, minitf.deepen])
-def test_growing_an_ablated_model_is_refused_with_the_reason(ablation, grow):
-    model = minitf.Transformer(minitf.Config(norm_position="pre", **ablation))
-    with pytest.raises(minitf.GrowthError, match="ablation"):
-        grow(model)
+REFUSED = [  # (config, growth, the reason its refusal gives)
+    (Config(), lambda m: deepen(m, after=[-1]), "post-norm.*pre-norm"),  # before the first layer
+    (Config(positional="sinusoidal"), widen, "sinusoidal"),
+    (Config(norm_position="pre", tie_embeddings=True), lambda m: widen(m, 2), "tied embeddings.*cannot be both"),
+    *[(Config.modern(d_model=16, n_heads=2), grow, "modern block") for grow in (widen, lambda m: deepen(m, [0]))],
+    *[(Config(norm_position="pre", **ablation), grow, "ablation") for ablation in ({"residual": False}, {"ffn": False})
+      for grow in (lambda m: widen(m, 2), widen_heads, deepen)],
+]
+
+
+@pytest.mark.parametrize("config, grow, reason", REFUSED, ids=[f"refused-{i}" for i in range(len(REFUSED))])
+def test_a_growth_that_cannot_keep_the_function_is_refused_with_the_reason(config, grow, reason):
+    with pytest.raises(GrowthError, match=reason):
+        grow(trained_like(config))
 
 
 @pytest.mark.parametrize("grow", [lambda m: deepen(m), lambda m: widen_heads(m),
@@ -298,11 +272,6 @@ def test_tied_embeddings_stay_tied_when_deepened_stacked_or_given_wider_heads(gr
     grown = grow(model).model
     assert grown.config.tie_embeddings and grown.head.weight is grown.embed.weight
     assert torch.equal(grown.embed.weight, model.embed.weight)
-
-
-def test_widening_tied_embeddings_is_refused_with_the_reason():
-    with pytest.raises(GrowthError, match="tied embeddings.*cannot be both"):
-        widen(Transformer(Config(norm_position="pre", tie_embeddings=True)), 2)
 
 
 def test_widen_keeps_explicit_per_head_frequencies_and_widen_heads_refuses_them():

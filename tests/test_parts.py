@@ -7,6 +7,8 @@ import torch
 
 import minitf
 from support import attention_without_scale, block_without_residuals, tiny_config
+from test_workbook import (layer_norm_unbiased, rope_halves, softmax_without_the_maximum,  # wrong pieces
+                           swiglu_activating_the_gate)
 from minitf import parts, solutions
 from minitf.core.config import MODERN
 
@@ -48,26 +50,8 @@ def test_an_unassembled_piece_stays_minitfs():
 
 
 # deliberately wrong pieces: the check must name exactly the broken one
-def rope_split_halves(x, cos, sin):
-    a, b = x.chunk(2, dim=-1)
-    return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
-
-
-def layer_norm_unbiased(x, weight, bias, eps):
-    return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
-
-
 def layer_norm_in_float64(x, weight, bias, eps):
     return solutions.my_layer_norm(x.double(), weight.double(), bias.double(), eps)
-
-
-def swiglu_activating_the_gate(x, w_up, w_gate, w_down):
-    return (torch.nn.functional.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
-
-
-def softmax_without_the_maximum(x):  # no slot of its own: attention calls it by name
-    e = x.exp()
-    return e / e.sum(-1, keepdim=True)
 
 
 def merge_without_transpose(attn, x, cos, sin):
@@ -96,7 +80,7 @@ WRONG = [  # (piece, a wrong one, the config it shows on, words the check says)
     ("feed_forward", lambda x, wu, bu, wd, bd: torch.relu((x @ wu.T + bu) @ wd.T + bd),  # ReLU at the end
      minitf.Config(), ""),
     ("embed", lambda ids, table: table[ids.flip(-1)], minitf.Config(), ""),
-    ("apply_rope", rope_split_halves, minitf.Config(d_model=8, n_heads=2), ""),  # head_dim 2: the halves are the pair
+    ("apply_rope", rope_halves, minitf.Config(d_model=8, n_heads=2), ""),  # head_dim 2: the halves are the pair
     ("position_ids", lambda ids: torch.arange(ids.size(1)).expand(ids.shape),  # usual numbering 0, 1, 2, …
      minitf.Config(d_model=8, n_heads=2, position_ids="coupled"), ""),
     ("layer_norm", layer_norm_in_float64, minitf.Config(), "right in float64, but in float32"),
@@ -271,16 +255,12 @@ def test_check_yours_takes_the_reference_for_an_unwritten_piece_and_names_a_wron
     def unwritten(x, w_up, b_up, w_down, b_down):
         raise NotImplementedError("your FFN here")
 
-    def unbiased_layer_norm(x, weight, bias, eps):
-        mean = x.mean(-1, keepdim=True)
-        return (x - mean) / torch.sqrt(x.var(-1, keepdim=True) + eps) * weight + bias
-
     right = minitf.parts.check_yours(feed_forward=unwritten, block=minitf.solutions.my_block)
     assert list(right) == ["LayerNorm", "RMSNorm", "Config.modern()"] and all(o.ok for o in right.values())
     shown = capsys.readouterr().out
     assert shown.count("\n") == 1 and shown.startswith("✓ Your block, with the reference solution for feed_forward")
     assert "under LayerNorm, RMSNorm and Config.modern()" in shown
-    minitf.parts.check_yours({"post": minitf.Config()}, layer_norm=unbiased_layer_norm)  # fails its check:
+    minitf.parts.check_yours({"post": minitf.Config()}, layer_norm=layer_norm_unbiased)  # fails its check:
     assert "reference solutions of layer_norm (none of yours" in capsys.readouterr().out  # the reference is used
 
 
@@ -293,50 +273,21 @@ def test_check_yours_says_which_layout_fails_and_reports_it():
 
 
 # every option of Config (each top-level field and each group's variant) at a value that is not its
-# default, with what that value needs beside it: a new option without a row here fails
+# default (BESIDE: what that value needs beside it): a new option without a row here fails
 # test_every_config_option_has_a_row, so an option the Your* adapters do not pass on to your pieces
 # (it reaches them as None, or not at all) fails test_the_adapters_pass_on_every_config_option
-NON_DEFAULT = {
-    "vocab_size": dict(vocab_size=300),
-    "d_model": dict(d_model=8),
-    "n_heads": dict(n_heads=1),
-    "head_dim": dict(head_dim=4),
-    "n_layers": dict(n_layers=3),
-    "d_ff": dict(d_ff=12),
-    "activation": dict(activation="gelu"),
-    "norm": dict(norm="rms"),
-    "norm_position": dict(norm_position="pre"),
-    "norm_eps": dict(norm_eps=0.3),
-    "positional": dict(positional="sinusoidal"),
-    "rope_base": dict(rope_base=3.0),
-    "rope_on_v": dict(rope_on_v=True),
-    "rope_scale": dict(rope_scale=2.5),
-    "rope_freqs": dict(rope_freqs=(0.7,)),
-    "position_ids": dict(position_ids="coupled"),
-    "position_offset": dict(position_ids="coupled", position_offset=3),
-    "tie_embeddings": dict(tie_embeddings=True),
-    "causal": dict(causal=False),
-    "residual": dict(residual=False),
-    "ffn": dict(ffn=False),
-    "dropout": dict(dropout=0.3),
-    "max_len": dict(max_len=16),
-    "bias": dict(bias=False),
-    "ffn_gate": dict(ffn_gate=True),
-    "qk_norm": dict(qk_norm=True),
-    "logit_softcap": dict(logit_softcap=0.5),
-    "zero_init": dict(zero_init=True),
-}
+NON_DEFAULT = dict(vocab_size=300, d_model=8, n_heads=1, head_dim=4, n_layers=3, d_ff=12,
+                   activation="gelu", norm="rms", norm_position="pre", norm_eps=0.3,
+                   positional="sinusoidal", rope_base=3.0, rope_on_v=True, rope_scale=2.5,
+                   rope_freqs=(0.7,), position_ids="coupled", position_offset=3, tie_embeddings=True,
+                   causal=False, residual=False, ffn=False, dropout=0.3, max_len=16, bias=False,
+                   ffn_gate=True, qk_norm=True, logit_softcap=0.5, zero_init=True)
+BESIDE = {"position_offset": dict(position_ids="coupled")}  # what a value needs beside it
 
 
 def test_every_config_option_has_a_row():
     assert set(NON_DEFAULT) == set(minitf.Config().flat()), \
         "a Config option was added or removed: give it a non-default value in NON_DEFAULT"
-
-
-def _pieces_for(config: minitf.Config) -> parts.Parts:
-    """Every reference piece the config's model can take (`parts.unfit` says which it refuses: the
-    plain FFN is ReLU's with biases, the gated one SiLU's without)."""
-    return parts.Parts(**{name: getattr(ALL, name) for name in ALL.given() if not parts.unfit(name, config)})
 
 
 @pytest.mark.parametrize("option", list(NON_DEFAULT))
@@ -347,12 +298,15 @@ def test_the_adapters_pass_on_every_config_option(option, layout):
     gated FFN calls your swiglu): an option the adapters do not pass on shows as a difference."""
     base = {} if layout == "seed" else dict(MODERN)
     # the modern block sets some options already: for those, the option at its default is the change
-    change = {option: minitf.Config().flat()[option]} if option in base else NON_DEFAULT[option]
+    change = ({option: minitf.Config().flat()[option]} if option in base
+              else {**BESIDE.get(option, {}), option: NON_DEFAULT[option]})
     if layout == "modern" and option == "ffn":
         base.pop("ffn_gate")  # a gated FFN needs an FFN
     config = minitf.Config(**{**base, **change})
     assert config != minitf.Config(**base)
-    pieces = _pieces_for(config)
+    # every reference piece the config's model can take (parts.unfit: the plain FFN is ReLU's with biases)
+    pieces = parts.Parts(**{name: getattr(ALL, name) for name in ALL.given()
+                            if not parts.unfit(name, config)})
     result = parts.check(pieces, config)
     assert result.ok, f"{option}: {result}"
     model = parts.assemble(config, pieces)

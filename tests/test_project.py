@@ -54,13 +54,6 @@ def test_ci_runs_the_readme_test_command():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
-def free_port() -> int:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_make_lab_starts_for_root_too_and_takes_options(tmp_path):
     """`make lab LAB_ARGS=...` reaches JupyterLab, which answers on the port asked for; as root the
@@ -68,6 +61,8 @@ def test_make_lab_starts_for_root_too_and_takes_options(tmp_path):
     import os
     import time
     import urllib.request
+
+    from browser.check_notebooks import free_port
     port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_DATA_DIR": str(tmp_path / "data"),

@@ -65,12 +65,6 @@ def shadowed_uses():
         yield f"shadowed {module}", "chain", f"{module}.{name}", ()
 
 
-def test_make_optimizer_is_reachable_where_it_was_not_before():
-    from minitf.core.train import make_optimizer
-    assert minitf.core.train.make_optimizer is make_optimizer
-    assert callable(minitf.train) and not hasattr(minitf.train, "make_optimizer")  # the face's function
-
-
 # --- what the notebooks and the documents use ----------------------------------------------------
 
 def is_minitf(name: str) -> bool:
@@ -150,8 +144,8 @@ def document_uses():
 
 
 # runs in a fresh interpreter: chains are read with the face alone (as a notebook that only did
-# `import minitf` would); those that fail are read again, in an interpreter per piece (LATER), after
-# the piece's own imports. A mention may import its module.
+# `import minitf` would); those that fail are read again, in an interpreter per piece ("imports": the
+# piece's own imports, done first), where a chain that fails is a failure. A mention may import its module.
 RESOLVE = r'''
 import importlib, json, sys
 import minitf
@@ -174,15 +168,23 @@ def mention(dotted):
         return obj
     raise ImportError(dotted)
 
-items = json.loads(sys.stdin.read())
+request = json.loads(sys.stdin.read())
+for module in request["imports"] or ():
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        pass                                       # reported by its own import
 failed, later = [], []
-for where, kind, name, imports in items:          # first: chains with nothing but `import minitf`
+for where, kind, name, imports in request["items"]:   # first: chains, before any import of the items
     if kind == "chain":
         try:
             chain(name)
-        except AttributeError:
-            later.append((where, kind, name, imports))
-for where, kind, name, imports in items:
+        except Exception as e:
+            if request["imports"] is None and isinstance(e, AttributeError):
+                later.append((where, kind, name, imports))
+            else:
+                failed.append(f"{where}: {name} ({type(e).__name__}: {e})")
+for where, kind, name, imports in request["items"]:
     try:
         if kind == "import":
             importlib.import_module(name)
@@ -202,30 +204,9 @@ print(json.dumps({'failed': failed, 'later': later}))
 '''
 
 
-LATER = r'''
-import importlib, json, sys
-import minitf
-items = json.loads(sys.stdin.read())
-for module in dict.fromkeys(m for _, _, _, imports in items for m in imports):
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        pass                                       # reported by its own import
-failed = []
-for where, kind, name, imports in items:
-    try:
-        obj = minitf
-        for part in name.split(".")[1:]:
-            obj = getattr(obj, part)
-    except Exception as e:
-        failed.append(f"{where}: {name} ({type(e).__name__}: {e})")
-print(json.dumps(failed))
-'''
-
-
-def run(script: str, items) -> object:
-    done = subprocess.run([sys.executable, "-c", script], input=json.dumps(list(items)),
-                          capture_output=True, text=True, cwd=ROOT)
+def run(items, imports=None) -> dict:
+    request = json.dumps({"items": list(items), "imports": imports})
+    done = subprocess.run([sys.executable, "-c", RESOLVE], input=request, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -233,13 +214,13 @@ def run(script: str, items) -> object:
 def unresolved(items) -> list[str]:
     """What does not resolve, as `where: name (error)`; a piece's chains are read after its own
     imports only, never after another piece's."""
-    first = run(RESOLVE, items)
+    first = run(items)
     failed = first["failed"]
     pieces: dict[str, list] = {}
     for item in first["later"]:
         pieces.setdefault(item[0], []).append(item)
     for piece in pieces.values():
-        failed += run(LATER, piece)
+        failed += run(piece, list(dict.fromkeys(m for *_, imports in piece for m in imports)))["failed"]
     return failed
 
 

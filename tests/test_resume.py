@@ -174,16 +174,3 @@ def test_cli_out_is_checked_before_training(case, tmp_path, capsys, monkeypatch)
     lines = captured.err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("minitf: error: ") and expected in lines[0]
     assert (tmp_path / "file").read_text() == "keep me"
-
-
-def test_cli_n_val_0_trains_without_validation(tmp_path, capsys):
-    out = tmp_path / "m.pt"
-    assert main(["train", "--task", "copy", "--n-train", "50", "--n-val", "0", "--steps", "5",
-                 "--no-progress", "--out", str(out)]) == 0
-    last = capsys.readouterr().out.splitlines()[-1]
-    assert last.startswith("trained 5 steps in ") and last.endswith(f" s; no validation (--n-val 0); saved {out}")
-    meta = minitf.load(out).metadata
-    assert meta["val"] is None and meta["val_curve"] == [] and len(meta["loss_curve"]) == 1
-    assert main(["train", "--n-val", "0", "--target-exact", "0.9", "--eval-every", "5",
-                 "--out", str(tmp_path / "t.pt")]) == 2
-    assert "--n-val 0 leaves none" in capsys.readouterr().err

@@ -12,13 +12,9 @@ from support import ROOT, joined, script
 runtimes = script("tools/runtimes.py")
 
 
-def notebook_00_text():
-    return joined("00_setup_check", "markdown")
-
-
 @pytest.mark.parametrize("where", ["README.md", "notebooks/00_setup_check.ipynb"])
 def test_each_row_is_within_1_5x_of_the_measured_time(where):
-    text = (ROOT / where).read_text() if where.endswith(".md") else notebook_00_text()
+    text = (ROOT / where).read_text() if where.endswith(".md") else joined(ROOT / where, "markdown")
     times = runtimes.measured()
     assert times, "bench_notebooks.json measured no notebook"
     assert runtimes.problems(text, times, runtimes.notebooks()) == []

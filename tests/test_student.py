@@ -5,7 +5,6 @@ line saying where it is); their code cells and outputs are the notebook's, so a 
 notebook, and each exercise's check says the function "is not written yet".
 """
 import json
-import os
 
 import nbformat
 import pytest
@@ -64,7 +63,7 @@ def test_every_exercise_in_a_copy_says_not_written_yet(copies):
 
 
 @pytest.mark.slow
-def test_a_copy_runs_to_its_end_and_its_exercises_say_not_written_yet(copies, tmp_path):
+def test_a_copy_runs_to_its_end_and_its_exercises_say_not_written_yet(copies, tmp_path, monkeypatch):
     """Run the copy of notebook 03 (four exercises) in a kernel, from its own folder."""
     from nbclient import NotebookClient  # here, not at the top: only this slow test needs it (0.2 s to import)
 
@@ -73,16 +72,8 @@ def test_a_copy_runs_to_its_end_and_its_exercises_say_not_written_yet(copies, tm
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
-    env_before = os.environ.get("MINITF_MY_PARTS")
-    os.environ["MINITF_MY_PARTS"] = str(tmp_path / "my_parts")  # nothing passes; nothing is saved
-    try:
-        NotebookClient(nb, timeout=120, kernel_name="python3",
-                       resources={"metadata": {"path": str(out)}}).execute()
-    finally:
-        if env_before is None:
-            os.environ.pop("MINITF_MY_PARTS")
-        else:
-            os.environ["MINITF_MY_PARTS"] = env_before
+    monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path / "my_parts"))  # nothing passes; nothing is saved
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(out)}}).execute()
     said = ["".join(o.get("text", "")) for i in exercise_cells(nb) for o in nb.cells[i].outputs]
     assert len(exercise_cells(nb)) == 4
     assert all(NOT_WRITTEN in s for s in said) and len(said) == 4, said

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import minitf
-from support import ROOT, assert_close_float32
+from support import ROOT, assert_close_float32, trained_like
 from minitf.views.trace import fmt, trace
 
 CHECKPOINTS = sorted((ROOT / "data" / "checkpoints").glob("*.pt"))
@@ -33,16 +33,6 @@ CONFIGS = {
     "no-ffn": dict(ffn=False),
     "no-ffn-pre": dict(ffn=False, norm_position="pre"),
 }
-
-
-def random_model(config_changes, seed=0):
-    """A model whose every parameter (norm γ and β too) is random, so no term hides behind a 0 or 1."""
-    torch.manual_seed(seed)
-    model = minitf.Transformer(minitf.Config(**config_changes)).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.uniform_(-1, 1)
-    return model
 
 
 def double(model):
@@ -145,7 +135,7 @@ def rebuild_logits(tr):
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_logits_rebuilt_from_the_trace_equal_the_model(name):
-    model = random_model(CONFIGS[name])
+    model = trained_like(minitf.Config(**CONFIGS[name]))
     ids = minitf.encode("Hi\tIj!")
     tr = trace(model, ids)
     assert tr.logits.dtype == torch.float64 and tr.ids == ids
@@ -228,7 +218,7 @@ def test_the_trace_equals_the_modules_activations_for_every_checkpoint(path, tex
 
 @pytest.mark.parametrize("name", ["tiny", "not-causal", "grown-heads"])
 def test_weights_rows_sum_to_one_and_the_future_gets_nothing(name):
-    tr = trace(random_model(CONFIGS[name]), "Hello, world")
+    tr = trace(trained_like(minitf.Config(**CONFIGS[name])), "Hello, world")
     T = len(tr.ids)
     for layer in tr.layers:
         torch.testing.assert_close(layer.weights.sum(-1), torch.ones(tr.config.n_heads, T,
@@ -245,7 +235,7 @@ def test_weights_rows_sum_to_one_and_the_future_gets_nothing(name):
 
 @pytest.mark.parametrize("name", ["tiny", "pre-rms", "sinusoidal-gelu", "rope-on-v", "not-causal"])
 def test_every_key_has_a_value_and_an_explanation_that_ends_in_it(name):
-    tr = trace(random_model(CONFIGS[name]), "Hey\tI")
+    tr = trace(trained_like(minitf.Config(**CONFIGS[name])), "Hey\tI")
     keys = list(tr.keys())
     assert len(keys) == len(set(keys))
     for key in keys:
@@ -255,7 +245,7 @@ def test_every_key_has_a_value_and_an_explanation_that_ends_in_it(name):
 
 
 def test_explanations_show_the_numbers_they_use():
-    tr = trace(random_model({}), "Hey")
+    tr = trace(trained_like(minitf.Config()), "Hey")
     layer = tr.layers[0]
     text = tr.explain("L0.h1.weights.2.0")
     assert text.startswith("L0.h1.weights[2,0] = exp(s[2,0] − m)/Σ_j exp(s[2,j] − m)")
@@ -273,7 +263,7 @@ def test_explanations_show_the_numbers_they_use():
 
 
 def test_inputs_are_checked():
-    model = random_model({})
+    model = trained_like(minitf.Config())
     with pytest.raises(ValueError, match="max_len"):
         trace(model, "")
     with pytest.raises(ValueError, match="max_len"):

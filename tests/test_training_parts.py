@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import minitf
-from support import cells, joined, outputs_text, printed, run_with_saved_pieces
+from support import block_without_residuals, cells, joined, outputs_text, printed, run_with_saved_pieces
 from minitf import IGNORE, solutions
 from minitf.course import training_parts as tp
 from minitf.course import exercises as workbook
@@ -106,67 +106,44 @@ def lr_warmup_from_zero(step, steps, lr, warmup, min_lr_ratio=0.1):
     return lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * p)))
 
 
-def adamw_slip(param, grad, m, v, t, lr, betas, eps, weight_decay, *, bias=True, l2=False,
-               decay_m=False, eps_inside=False):
-    b1, b2 = betas
-    if l2:
-        grad = grad + weight_decay * param
-    elif not decay_m:
-        param = param * (1 - lr * weight_decay)
-    m = b1 * m + (1 - b1) * grad
-    v = b2 * v + (1 - b2) * grad ** 2
-    if decay_m:
-        m = m * (1 - lr * weight_decay)
-    mh, vh = (m / (1 - b1 ** t), v / (1 - b2 ** t)) if bias else (m, v)
-    return param - lr * mh / ((vh + eps).sqrt() if eps_inside else vh.sqrt() + eps), m, v
+def adamw_slip(bias=True, l2=False, decay_m=False, eps_inside=False):
+    """A learner's AdamW with one slip (the keyword that is not its default)."""
+    def my_adamw(param, grad, m, v, t, lr, betas, eps, weight_decay):
+        b1, b2 = betas
+        if l2:
+            grad = grad + weight_decay * param
+        elif not decay_m:
+            param = param * (1 - lr * weight_decay)
+        m = b1 * m + (1 - b1) * grad
+        v = b2 * v + (1 - b2) * grad ** 2
+        if decay_m:
+            m = m * (1 - lr * weight_decay)
+        mh, vh = (m / (1 - b1 ** t), v / (1 - b2 ** t)) if bias else (m, v)
+        return param - lr * mh / ((vh + eps).sqrt() if eps_inside else vh.sqrt() + eps), m, v
+    return my_adamw
 
 
-def adamw_without_bias_correction(param, grad, m, v, t, lr, betas, eps, weight_decay):
-    return adamw_slip(param, grad, m, v, t, lr, betas, eps, weight_decay, bias=False)
-
-
-def adamw_with_l2(param, grad, m, v, t, lr, betas, eps, weight_decay):
-    return adamw_slip(param, grad, m, v, t, lr, betas, eps, weight_decay, l2=True)
-
-
-def adamw_decaying_m(param, grad, m, v, t, lr, betas, eps, weight_decay):
-    return adamw_slip(param, grad, m, v, t, lr, betas, eps, weight_decay, decay_m=True)
-
-
-def adamw_eps_inside_sqrt(param, grad, m, v, t, lr, betas, eps, weight_decay):
-    return adamw_slip(param, grad, m, v, t, lr, betas, eps, weight_decay, eps_inside=True)
-
-
-def loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate, *, mode=""):
-    history = {"loss": [], "lr": [], "val": []}
-    if mode == "one batch":
-        ids, targets = next_batch()
-    for step in range(steps):
-        if mode == "validate at 0" and step % eval_every == 0:
-            history["val"].append({"step": step, **evaluate(model)})
-        if mode != "one batch":
+def loop(mode):
+    """A learner's train_loop with one slip: "rate not set", "one batch" or "validate at 0"."""
+    def my_train_loop(model, optimizer, next_batch, step_fn, schedule, steps, eval_every, evaluate):
+        history = {"loss": [], "lr": [], "val": []}
+        if mode == "one batch":
             ids, targets = next_batch()
-        if mode != "rate not set":
-            for group in optimizer.param_groups:
-                group["lr"] = schedule(step)
-        loss = step_fn(model, optimizer, ids, targets)
-        history["loss"].append(loss.item())
-        history["lr"].append(schedule(step))
-        if mode != "validate at 0" and (step + 1) % eval_every == 0:
-            history["val"].append({"step": step + 1, **evaluate(model)})
-    return history
-
-
-def loop_rate_not_set(*args):
-    return loop(*args, mode="rate not set")
-
-
-def loop_one_batch(*args):
-    return loop(*args, mode="one batch")
-
-
-def loop_validating_at_0(*args):
-    return loop(*args, mode="validate at 0")
+        for step in range(steps):
+            if mode == "validate at 0" and step % eval_every == 0:
+                history["val"].append({"step": step, **evaluate(model)})
+            if mode != "one batch":
+                ids, targets = next_batch()
+            if mode != "rate not set":
+                for group in optimizer.param_groups:
+                    group["lr"] = schedule(step)
+            loss = step_fn(model, optimizer, ids, targets)
+            history["loss"].append(loss.item())
+            history["lr"].append(schedule(step))
+            if mode != "validate at 0" and (step + 1) % eval_every == 0:
+                history["val"].append({"step": step + 1, **evaluate(model)})
+        return history
+    return my_train_loop
 
 
 # the clipping slips, as a learner would write them
@@ -216,13 +193,13 @@ SLIPS = [  # notebook 08's training slips: test_workbook's mistakes test runs th
     ("lr_at", lr_cosine_to_zero, "_cosine_to_zero", "decays to 0"),
     ("lr_at", lr_warmup_from_zero, "_off_by_one", "warms up from 0"),
     ("lr_at", lr_climbing_after_the_end, "_climbs_after_end", "climbs back up after the last step"),
-    ("adamw", adamw_without_bias_correction, "_no_bias_correction", "leaves out the bias correction"),
-    ("adamw", adamw_with_l2, "_l2_not_decoupled", "adds the decay to the gradient"),
-    ("adamw", adamw_decaying_m, "_decay_wrong_tensor", "decays the moment m instead of the weight"),
-    ("adamw", adamw_eps_inside_sqrt, "_eps_inside_sqrt", "puts eps inside the square root"),
-    ("train_loop", loop_rate_not_set, "_lr_not_applied", "never gives it to the optimizer"),
-    ("train_loop", loop_one_batch, "_one_batch", "draws one batch and trains on it at every step"),
-    ("train_loop", loop_validating_at_0, "_validation_steps", "validates before steps 0, eval_every"),
+    ("adamw", adamw_slip(bias=False), "_no_bias_correction", "leaves out the bias correction"),
+    ("adamw", adamw_slip(l2=True), "_l2_not_decoupled", "adds the decay to the gradient"),
+    ("adamw", adamw_slip(decay_m=True), "_decay_wrong_tensor", "decays the moment m instead of the weight"),
+    ("adamw", adamw_slip(eps_inside=True), "_eps_inside_sqrt", "puts eps inside the square root"),
+    ("train_loop", loop("rate not set"), "_lr_not_applied", "never gives it to the optimizer"),
+    ("train_loop", loop("one batch"), "_one_batch", "draws one batch and trains on it at every step"),
+    ("train_loop", loop("validate at 0"), "_validation_steps", "validates before steps 0, eval_every"),
 ]
 
 
@@ -305,17 +282,14 @@ def test_the_training_check_names_each_broken_training_piece(tmp_path, monkeypat
 
 # --- notebook 08's path with deliberately wrong pieces ---------------------------------------------
 
-# a learner's file of wrong pieces (a saved piece is read back from its source); the AdamW one is
-# the self-contained slip above
-WRONG_PIECES = inspect.getsource(adamw_forgetting_the_bias_correction) + '''
+# a learner's file of wrong pieces (a saved piece is read back from its source): slips defined above,
+# then 08's model slips
+WRONG_PIECES = "\n\n".join(inspect.getsource(fn) for fn in (
+    adamw_forgetting_the_bias_correction, loss_over_every_position, clip_each_tensor_alone,
+    block_without_residuals)) + '''
 
 def embed_in_float64(ids, table):  # right in float64; in float32 a product of two dtypes
     return torch.nn.functional.one_hot(ids, 256).double() @ table
-
-
-def loss_over_every_position(logits, targets):
-    logp = torch.log_softmax(logits, -1)
-    return -logp.gather(-1, targets.clamp(min=0)[..., None])[..., 0].mean()
 
 
 def softmax_without_the_maximum(x):
@@ -332,12 +306,6 @@ def heads_merged_without_transpose(attn, x, cos, sin):
     return attn.out(y.reshape(B, T, H * hd)), w
 
 
-def block_without_residuals(block, h, cos, sin):
-    a, w = block.attn(block.norm1(h) if block.pre_norm else h, cos, sin, need_weights=True)
-    h = a if block.pre_norm else block.norm1(a)
-    return (block.ffn(block.norm2(h)) if block.pre_norm else block.norm2(block.ffn(h))), w
-
-
 def forward_without_the_final_norm(model, ids):
     h = model.embed(ids)
     cos, sin = minitf.core.rope.rope_angles(model.blocks[0].attn.inv_freq, ids.size(1),
@@ -345,12 +313,6 @@ def forward_without_the_final_norm(model, ids):
     for block in model.blocks:
         h, _ = block(h, cos, sin)
     return model.head(h)
-
-
-def clipping_each_tensor_alone(parameters, max_norm):
-    for p in parameters:
-        if p.grad is not None and p.grad.norm() > max_norm:
-            p.grad.mul_(max_norm / p.grad.norm())
 '''
 
 
@@ -360,7 +322,7 @@ def test_notebook_08_with_wrong_pieces_names_each_and_still_trains(tmp_path, mon
         "embed": "embed_in_float64", "output_loss": "loss_over_every_position",
         "adamw": "adamw_forgetting_the_bias_correction", "softmax": "softmax_without_the_maximum",
         "multi_head_attention": "heads_merged_without_transpose", "block": "block_without_residuals",
-        "model_forward": "forward_without_the_final_norm", "clip_gradients": "clipping_each_tensor_alone"},
+        "model_forward": "forward_without_the_final_norm", "clip_gradients": "clip_each_tensor_alone"},
         WRONG_PIECES, tmp_path, monkeypatch)
     assert "ERROR" not in text, text
     assert "broken piece: embed — right in float64, but in float32" in text
@@ -406,16 +368,12 @@ def test_the_seed_spread_holds_notebook_08s_sentences():
     assert "exact match first passes 50 % between steps 125 and 175" in text
     assert "nine reach 99 % and one stalls at 91 %. Seed 1, yours, is one of the nine" in text
     # the cell that prints these numbers computes them from the stored runs, and its output says the same
-    shown = stored_outputs_08()
+    shown = outputs_text(cells(NOTEBOOK_08))
     assert "first step with exact match ≥ 50 %: 125–175" in shown
     assert "reached 99 %: 9 of 10 starts; seed 6 ends at 91%" in shown
 
 
 # --- what notebook 08's run shows, read from its outputs (stored, or a fresh execution's) ----------
-
-def stored_outputs_08() -> str:
-    return outputs_text(cells(NOTEBOOK_08))
-
 
 def assert_08s_run_holds_its_sentences(cells, run=True):
     """The claims 08 makes about its trained model, which its cells print (no assert in view). The
@@ -448,14 +406,6 @@ def test_notebook_08s_stored_run_holds_its_sentences():
     assert "follows the number" in joined(NOTEBOOK_08) and "almost every output byte" in joined(NOTEBOOK_08)
 
 
-def test_notebook_08s_model_check_answer_is_rounding_not_equality():
-    # "Equal up to rounding, not exactly ... in float64 about 10⁻¹⁵, in float32 about 10⁻⁶"
-    config = minitf.Config(**train_seeds.RECIPE["config"])
-    check = minitf.parts.check(minitf.parts.yours(), config)
-    assert check.ok and 0 < check.max_diff < 1e-13 and 1e-8 < check.float32 < 1e-4
-    assert "Equal up to rounding, not exactly" in joined(NOTEBOOK_08)
-
-
 @pytest.mark.slow  # every training piece's check runs: about 3 s
 def test_your_pieces_names_which_are_yours_and_puts_the_reference_in_a_broken_ones_place(tmp_path, monkeypatch):
     monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path / "my_parts"))
@@ -470,7 +420,6 @@ def test_your_pieces_names_which_are_yours_and_puts_the_reference_in_a_broken_on
     assert pieces.model_check.ok and list(pieces.training_check.broken) == ["output_loss"]
     assert pieces.training.output_loss is solutions.my_output_loss  # the reference stands in
     assert pieces.training.origin["lr_at"].startswith("yours (my_parts/lr_at.py)")
-    assert minitf.parts.yours().origin["embed"] == "reference solution (you have not saved one yet)"
     shown = repr(pieces)
     assert "broken piece: output_loss" in shown
     assert re.search(r"^output_loss +reference solution \(yours is broken: see the check above\)$", shown, re.M)

@@ -3,6 +3,7 @@ Every view also shows as a picture where widgets cannot run (`minitf.views.pictu
 import base64
 import io
 import math
+import ipywidgets as W
 
 import pytest
 import torch
@@ -35,8 +36,6 @@ def unrendered(monkeypatch, explorer):
 
 
 def test_the_sliders_are_there_and_the_first_picture_is_drawn(explorer):
-    import ipywidgets as W
-
     assert [type(s) for s in explorer.sliders] == [W.IntSlider, W.IntSlider, W.FloatLogSlider,
                                                   W.IntSlider]
     assert [s.description for s in explorer.sliders] == ["query position m", "key position n",
@@ -141,8 +140,6 @@ def _red_figure():
 
 
 def test_control_values_read_as_on_screen():
-    import ipywidgets as W
-
     controls = [W.IntSlider(value=3, description="layer"),
                 W.Dropdown(options=[("copy: ab", 0), ("shift: ab", 1)], value=1, description="example"),
                 W.FloatLogSlider(value=10000.0, description="base"), W.FloatSlider(value=0.25, description="T"),
@@ -153,8 +150,6 @@ def test_control_values_read_as_on_screen():
 
 def test_any_widget_can_show_a_picture():
     """The mixin needs only `.widget`, `picture()` and `__repr__` (e.g. an anywidget view)."""
-    import ipywidgets as W
-
     class Counter(widgets.ShowsPicture):
         def __init__(self):
             self.widget = W.IntText(value=7)

@@ -7,11 +7,13 @@ import torch.nn.functional as F
 
 import minitf
 from support import exercise_checks
+from test_bpe import SLIPS as BPE_SLIPS
+from test_by_hand import SLIPS as BY_HAND_SLIPS
 from test_training_parts import SLIPS
 from support import cells as notebook_cells
 from minitf import exercises as workbook
 from minitf import parts, solutions
-from minitf.course import declaration, training_checks
+from minitf.course import by_hand, declaration, training_checks
 
 NAMES = list(workbook.EXERCISES)
 
@@ -97,20 +99,12 @@ def rope_cat(x, cos, sin):
     return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
 
 
-def attention_unscaled(q, k, v, mask):
-    return solutions.my_attention(q * q.size(-1) ** 0.5, k, v, mask)
-
-
 def attention_softmax_dim(q, k, v, mask):
     scores = (q @ k.transpose(-2, -1) / q.size(-1) ** 0.5)
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))
     w = torch.nan_to_num(scores.softmax(-2))
     return w @ v, w
-
-
-def layer_norm_no_keepdim(x, weight, bias, eps):
-    return (x - x.mean(-1)) / torch.sqrt(x.var(-1, unbiased=False) + eps) * weight + bias
 
 
 def batch_padded_with_ignore(pairs):
@@ -141,10 +135,6 @@ def ffn_without_b_up(x, w_up, b_up, w_down, b_down):
     return torch.relu(x @ w_up.T) @ w_down.T + b_down
 
 
-def ffn_without_b_down(x, w_up, b_up, w_down, b_down):
-    return torch.relu(x @ w_up.T + b_up) @ w_down.T
-
-
 def softmax_without_the_maximum(x):  # overflows: e^1000 is inf in float64 too
     e = x.exp()
     return e / e.sum(-1, keepdim=True)
@@ -162,14 +152,6 @@ def softmax_max_tuple(x):  # x.max(dim) returns (values, indices)
 
 def swiglu_activating_the_gate(x, w_up, w_gate, w_down):
     return (F.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
-
-
-def swiglu_without_the_gate(x, w_up, w_gate, w_down):
-    return F.silu(x @ w_up.T) @ w_down.T
-
-
-def swiglu_with_relu(x, w_up, w_gate, w_down):
-    return (torch.relu(x @ w_up.T) * (x @ w_gate.T)) @ w_down.T
 
 
 def multi_head_attention(merge_transpose=True, out=True, mask=True, order="qkv", split_transpose=True):
@@ -271,6 +253,10 @@ def ablate_rows(model, layer, head):
     return model
 
 
+def my_embed(ids, table):  # returns float64 for a float32 table
+    return F.one_hot(ids, 256).double() @ table.double()
+
+
 def train_step_returning_a_float(model, optimizer, ids, targets, loss_fn, clip=1.0):
     optimizer.zero_grad()
     loss = loss_fn(model(ids), targets)
@@ -282,6 +268,9 @@ def train_step_returning_a_float(model, optimizer, ids, targets, loss_fn, clip=1
 
 MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must contain)
     ("layer_norm", layer_norm_unbiased, "_unbiased_variance", "divides the squared deviations by C − 1"),
+    ("embed", my_embed, "dtype_changed", "my_embed on case 0, in float32 (ids=tensor("
+     "[[72, 105, 9]]), table=tensor (256, 4) float32): dtype torch.float64, expected torch.float32\n  Your embed "
+     "returns float64 for a float32 table: keep the table's dtype"),
     ("block", block_without_the_ffn_residual, "_block_no_residual", "adds attention to the stream but not the FFN"),
     ("make_batch", batch_with_targets(late=True), "_targets_late", "starts the targets one position late"),
     ("make_batch", batch_with_targets(on_input=True), "_targets_on_input", "scores the input part too"),
@@ -309,16 +298,20 @@ MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must cont
     ("softmax", softmax_minus_one_maximum, "_softmax_overflow", "one maximum for the whole tensor"),
     ("softmax", softmax_max_tuple, "raised", "take .values"),
     ("swiglu", swiglu_activating_the_gate, "_swiglu_swapped", "SiLU on the gate branch"),
-    ("swiglu", swiglu_without_the_gate, "_swiglu_no_gate", "leaves out the gate"),
-    ("swiglu", swiglu_with_relu, "_swiglu_activation", "ReLU where SwiGLU uses SiLU"),
+    ("swiglu", lambda x, w_up, w_gate, w_down: F.silu(x @ w_up.T) @ w_down.T,
+     "_swiglu_no_gate", "leaves out the gate"),
+    ("swiglu", lambda x, w_up, w_gate, w_down: (torch.relu(x @ w_up.T) * (x @ w_gate.T)) @ w_down.T,
+     "_swiglu_activation", "ReLU where SwiGLU uses SiLU"),
     ("count_parameters", lambda c: solutions.my_count_parameters(c) - c.vocab_size, "count_difference",
      "output head"),
     ("apply_rope", rope_cat, "permutation", "wrong slots"),
     ("causal_mask", lambda T: torch.ones(T, T, dtype=torch.bool).triu(0), "mask_diagonal", "position i may look at itself"),
     ("causal_mask", lambda T: torch.ones(T, T, dtype=torch.bool).tril(), "mask_inverted", "NOT look"),
-    ("attention", attention_unscaled, "scores_scaled", "√head_dim"),
+    ("attention", lambda q, k, v, mask: solutions.my_attention(q * q.size(-1) ** 0.5, k, v, mask),
+     "scores_scaled", "√head_dim"),
     ("attention", attention_softmax_dim, "softmax_over_wrong_dim", "dim=-1"),
-    ("layer_norm", layer_norm_no_keepdim, "raised", "keepdim=True"),
+    ("layer_norm", lambda x, w, b, eps: (x - x.mean(-1)) / torch.sqrt(x.var(-1, unbiased=False) + eps) * w + b,
+     "raised", "keepdim=True"),
     ("make_batch", batch_padded_with_ignore, "padding", "PAD = 0"),
     ("position_ids", lambda ids: solutions.my_position_ids(ids) + 1, "offset", "the TAB 0"),
     ("position_ids", lambda ids: solutions.my_position_ids(ids).float(), "dtype", "torch.arange"),
@@ -334,7 +327,8 @@ MISTAKES = [  # (exercise, wrong answer, diagnosis, words the feedback must cont
      "uses sin where cos goes"),
     ("apply_rope", rope_halves, "_halves_paired", "the two halves of the vector"),
     ("feed_forward", ffn_without_b_up, "_ffn_bias", "leaves out b_up"),
-    ("feed_forward", ffn_without_b_down, "_ffn_bias", "leaves out b_down"),
+    ("feed_forward", lambda x, w_up, b_up, w_down, b_down: torch.relu(x @ w_up.T + b_up) @ w_down.T,
+     "_ffn_bias", "leaves out b_down"),
     ("feed_forward", lambda x, wu, bu, wd, bd: torch.relu((x @ wu.T + bu) @ wd.T + bd), "_relu_placement",
      "ReLU after the second map"),
     # eps after the square root once passed: with eps = 1e-5 it moved no entry past the tolerance
@@ -376,13 +370,6 @@ def test_each_exercise_has_hints_and_its_solution_after_it_and_no_answer_before(
         "the cell contract: minitf.course.declaration.Exercise)"
 
 
-def test_a_stable_softmax_through_logsumexp_passes():
-    """Any correct formulation is the learner's: log-sum-exp is not the softmax, only its denominator."""
-    def my_softmax(x):
-        return (x - torch.logsumexp(x, -1, keepdim=True)).exp()
-    assert workbook.run_check("softmax", my_softmax).startswith("✓")
-
-
 def test_passes_is_quiet_and_says_whether_a_function_passes(capsys):
     assert workbook.passes("rms_norm", solutions.my_rms_norm)
     assert not workbook.passes("rms_norm", solutions.my_layer_norm)
@@ -418,18 +405,6 @@ def test_a_float64_one_hot_embed_is_refused_with_the_dtype_named():
     assert msg.endswith("\nHint: keep the table's dtype: table[ids] does; a one-hot product needs "
                         "F.one_hot(ids, 256).to(table.dtype), not .double() or .float()")
     assert info.value.diagnoses == ("dtype_changed", "raised")
-
-
-def test_an_embed_that_returns_float64_for_a_float32_table_is_refused():
-    def my_embed(ids, table):
-        return F.one_hot(ids, 256).double() @ table.double()
-
-    with pytest.raises(minitf.ExerciseError) as info:
-        workbook.run_check("embed", my_embed)
-    assert ("my_embed on case 0, in float32 (ids=tensor([[72, 105, 9]]), table=tensor (256, 4) float32): "
-            "dtype torch.float64, expected torch.float32\n  Your embed returns float64 for a float32 table: "
-            "keep the table's dtype") in str(info.value)
-    assert info.value.diagnoses == ("dtype_changed",)
 
 
 BY_HAND = ("byte_circle", "query", "tab_score", "value_rotation")  # notebook 12: numbers in, not tensors
@@ -479,10 +454,6 @@ def ffn_with_module(x, w_up, b_up, w_down, b_down):
     return ffn(x)
 
 
-def count_by_building(config):
-    return sum(p.numel() for p in minitf.Transformer(config).parameters())
-
-
 def count_by_building_layers(config):  # no Transformer, but still a model: its layers' parameters
     C, V = config.d_model, config.vocab_size
     return solutions.my_count_parameters(config) + 0 * sum(p.numel() for p in torch.nn.Linear(C, V).parameters())
@@ -494,7 +465,8 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("embed", embed_with_module, "nn.Embedding"),
     ("count_parameters", lambda config: minitf.count_parameters(minitf.Transformer(config)),
      "minitf.Transformer(config)"),
-    ("count_parameters", count_by_building, "minitf.Transformer(config)"),
+    ("count_parameters", lambda config: sum(p.numel() for p in minitf.Transformer(config).parameters()),
+     "minitf.Transformer(config)"),
     ("count_parameters", count_by_building_layers, "a torch.nn module"),
     ("apply_rope", lambda x, cos, sin: minitf.apply_rope(x, cos, sin), "minitf.apply_rope"),
     ("causal_mask", lambda T: minitf.causal_mask(T), "minitf.causal_mask"),
@@ -516,6 +488,7 @@ LIBRARY_CALLS = [  # (exercise, a piece that calls the library, what the refusal
     ("ablate_head", lambda model, layer, head: minitf.ablate_heads(model, [(layer, head)]), "minitf.ablate_heads"),
     ("position_ids", lambda ids: minitf.rope.position_ids(ids, "coupled"), "minitf.rope.position_ids"),
     ("widen_weight", lambda W, k: minitf.origami.widen_weight(W, k), "minitf.origami.widen_weight"),
+    ("query", lambda S, omega: by_hand.query(S, omega), "minitf.course.by_hand.query"),  # notebook 12's construction
     # notebook 08's training pieces
     ("output_loss", lambda logits, targets: F.cross_entropy(logits.flatten(0, 1), targets.flatten()),
      "F.cross_entropy"),
@@ -579,6 +552,7 @@ ALLOWED = [  # the calls each exercise's text says are fine
     ("layer_norm", layer_norm_with_var),
     ("feed_forward", lambda x, wu, bu, wd, bd: F.linear(F.relu(F.linear(x, wu, bu)), wd, bd)),
     ("make_batch", make_batch_with_sequence),
+    ("softmax", lambda x: (x - torch.logsumexp(x, -1, keepdim=True)).exp()),  # any correct formulation
 ]
 
 
@@ -679,28 +653,24 @@ CLASS_MISTAKES = [  # (exercise, the learner's class, diagnosis, words its feedb
     ("MyTransformer", _subclass("MyTransformer", forward=_forward_without_final_norm),
      "_forward_no_final_norm", "leaves out the final norm"),
     ("MyTransformer", lambda config: solutions.MyTransformer(config), "_not_a_class", "not a class"),
+    ("MyTransformer", _subclass("MyTransformer", forward=lambda self, ids: solutions.MyTransformer.forward(
+        self, ids).double()), "dtype_changed", ", in float32 ("),
 ]
 
 
-@pytest.mark.parametrize("name, wrong, diagnosis, words", MISTAKES + CLASS_MISTAKES + SLIPS,
-                         ids=[f"{m[0]}-{m[2]}" for m in MISTAKES + CLASS_MISTAKES + SLIPS])
+ALL_MISTAKES = MISTAKES + CLASS_MISTAKES + SLIPS + BPE_SLIPS + BY_HAND_SLIPS
+
+
+@pytest.mark.parametrize("name, wrong, diagnosis, words", ALL_MISTAKES, ids=[f"{m[0]}-{m[2]}" for m in ALL_MISTAKES])
 def test_a_typical_mistake_gets_its_own_diagnosis_first_and_its_own_hint(name, wrong, diagnosis, words):
-    """A function's slip (MISTAKES), a class's (CLASS_MISTAKES) or a training piece's (SLIPS: 08)."""
+    """A function's slip (MISTAKES), a class's (CLASS_MISTAKES), a training piece's (SLIPS: 08), BPE's (15),
+    a hand-set piece's (12)."""
     with pytest.raises(minitf.ExerciseError) as info:
         workbook.run_check(name, wrong)
     message = str(info.value)
     assert info.value.diagnoses[0] == diagnosis and words in message, message
     hint = workbook.EXERCISES[name].options.get("hints_by_diagnosis", {}).get(diagnosis)
     assert hint is None or message.endswith(f"\nHint: {hint}"), message
-
-
-def test_a_class_whose_forward_returns_float64_is_refused_in_float32():
-    def forward(self, ids):
-        return solutions.MyTransformer.forward(self, ids).double()
-
-    with pytest.raises(minitf.ExerciseError) as info:
-        workbook.run_check("MyTransformer", _subclass("MyTransformer", forward=forward))
-    assert ", in float32 (" in str(info.value) and "dtype_changed" in info.value.diagnoses, str(info.value)
 
 
 def test_a_passed_class_is_saved_with_its_helpers_and_the_learners_file_builds_minitfs_model(

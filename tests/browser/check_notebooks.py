@@ -2,31 +2,18 @@
 
 nbval re-runs the notebooks but compares text only: it skips widget views and images, so it cannot
 tell what a learner *sees*. This check does what a learner does, for each notebook in turn, in one
-JupyterLab server and one Chromium:
+JupyterLab server and one Chromium (each step's function says what it requires):
 
-1. stored: open the notebook as it is in the repository (its outputs, nothing run). Its cells are
-   untrusted, as in any fresh clone, so JupyterLab shows no widget view but the next format of the
-   output: a widget must show its picture (minitf.views.pictures.ShowsPicture puts a PNG beside the view),
-   never its repr text (`VBox(children=…`) or a fallback ("Error displaying widget", "model not
-   found"); no error output. The saved widget state must hold every shown widget's model (a
-   trusted copy shows the widget from it; "model not found" otherwise);
-2. run: clear the outputs, run all cells; no error output, no fallback text, every widget output
-   rendered as a live widget, no error raised by a widget callback;
+0. saved as opened: JupyterLab's save must leave the file byte for byte as stored
+   (save_changes_nothing; tools/normalize_notebooks.py stores notebooks that way);
+1. stored: the untrusted outputs of a fresh clone show every widget's picture, never its repr text
+   or a fallback message, and no error (output_problems, stored_widget_problems); no predict region
+   shows its answer key (predictions_out_of_sight, tests/browser/predict_regions.py);
+2. run: clear the outputs, run all cells: no error, every widget output a live widget, no error
+   raised by a widget callback;
 3. use: each widget found in the outputs (by its repr's class name) gets what a learner does with
-   it, from INTERACTIONS: a RopeExplorer's slider moves (value, readout and plot change), an
-   AttentionSelector's head slider and head switch redraw, NextByteBars' temperature redraws the
-   bars, TextSampler's "sample" button draws a new continuation, an Explorer takes typed text and
-   its tooltip shows the hovered number's value, and its "generate next byte" stops at the end of
-   the output (EOS, shown as \\n) and turns itself off, a TrainingView's "train again" trains a fresh model
-   and the picture is redrawn as it learns (at least MIN_REDRAWS different pictures);
-0. saved as opened: right after opening, save the notebook (JupyterLab's save command, as Ctrl-S
-   or autosave would): the file must not change, byte for byte (store notebooks as JupyterLab saves
-   them: tools/normalize_notebooks.py). A changed file is put back as it was, and the check fails
-   naming what JupyterLab rewrote;
-1b. predictions stay predictions: in the stored notebook, each "Predict, then run" region (the
-   prompt, the run cells, the <details> reveal: tests/browser/predict_regions.py) must not show its
-   answer key: not in the text on screen (the first line JupyterLab shows of a hidden output
-   included), and the reveal closed; a run cell stored without output shows none;
+   it, from INTERACTIONS (a slider moved, a button pressed, text typed, a number hovered), and must
+   redraw;
 4. screenshots of every widget, stored and live, and of every predict region as stored, go to
    build/browser/<notebook>/ (failure.png on failure); the server and every kernel are always
    stopped; no notebook file is changed.
@@ -398,14 +385,6 @@ def move_slider(page, widget, label: str | None, out_dir: pathlib.Path, tag: str
             f"{readout_after!r}), plot redrawn")
 
 
-def use_rope_explorer(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
-    return [move_slider(page, widget, None, out_dir, f"{tag}-slider")]
-
-
-def use_next_byte_bars(page, widget, out_dir: pathlib.Path, tag: str) -> list[str]:
-    return [move_slider(page, widget, "temperature", out_dir, f"{tag}-temperature")]
-
-
 def press_and_see_redraw(page, widget, control, act, what: str, shot: pathlib.Path) -> None:
     """Act on a control (a click, a check) and wait until the widget's text line or picture changes."""
     def shown():
@@ -579,9 +558,11 @@ def generate_to_the_end(page, root, out_dir: pathlib.Path, tag: str) -> list[str
 # What a learner does with each kind of widget, found by its repr's class name in the outputs
 # (the notebooks change; the widgets they show are detected, not listed by cell).
 INTERACTIONS = {
-    "RopeExplorer": use_rope_explorer,
+    "RopeExplorer": lambda page, widget, out_dir, tag: [
+        move_slider(page, widget, None, out_dir, f"{tag}-slider")],
     "AttentionSelector": use_attention_selector,
-    "NextByteBars": use_next_byte_bars,
+    "NextByteBars": lambda page, widget, out_dir, tag: [
+        move_slider(page, widget, "temperature", out_dir, f"{tag}-temperature")],
     "TextSampler": use_text_sampler,
     "Explorer": use_explorer,
     "TrainingView": use_training_view,

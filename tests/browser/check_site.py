@@ -26,16 +26,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import base64
 import functools
 import http.server
 import json
-import math
 import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile

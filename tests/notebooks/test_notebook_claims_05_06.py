@@ -1,6 +1,7 @@
 """Claims notebooks 05 and 06 make in words, checked here where an assert in the cell would teach
 nothing."""
 import math
+import re
 
 import pytest
 import torch
@@ -8,8 +9,9 @@ import torch
 import minitf
 from support import ROOT as ROOT_DIR, executed, markdown, numbers, percents, printed
 from minitf import heatmaps
-from minitf.core.baselines import baseline_losses
-from minitf.views.sampling_view import sample_output
+from minitf.views.sampling_view import NextByteBars
+
+NB05, NB06 = "05_training_base64_pairs", "06_attention_heatmaps"
 
 
 def test_05_the_seed_sample_holds_8_and_7_real_pairs_5_and_5_following_the_rule():
@@ -30,11 +32,8 @@ def test_05_a_loss_over_random_input_bytes_has_a_floor_of_ln_95():
     assert round(math.log(95), 2) == 4.55
 
 
-def test_05_baselines_quoted_in_the_text():
-    train, val = minitf.read_pairs("data/train.txt"), minitf.read_pairs("data/val.txt")
-    b = baseline_losses(val, train)
-    assert round(b.uniform_256, 2) == 5.55 and round(b.unigram, 2) == 4.34
-    assert round(b.length_oracle, 2) == 3.92
+def test_05_eos_is_1_in_7_targets():   # the baselines 05 quotes: test_baselines' test_ordering_and_the_course_data
+    val = minitf.read_pairs("data/val.txt")
     eos_share = len(val) / sum(len(p.output) + 1 for p in val)
     assert 1 / 7.5 < eos_share < 1 / 7  # "EOS, 1 in 7 targets"
 
@@ -44,16 +43,6 @@ def test_05_tiny_checkpoint_overfits_as_stated():
     val = [round(v["loss"], 2) for v in meta["val_curve"]]
     assert val[0] == 4.34 and val[-1] == 4.46
     assert round(sum(meta["loss_curve"][-10:]) / 10, 1) == 4.1
-
-
-def test_05_solving_model_is_over_99_percent_sure_at_every_step_of_hello():
-    model = minitf.load("data/checkpoints/shift.pt")
-    output, _ = sample_output(model, b"Hello", temperature=0)
-    assert output == b"Ifmmp"
-    seq = list(b"Hello\t") + list(output)
-    with torch.no_grad():
-        probs = model.eval()(torch.tensor([seq]))[0, 5:].softmax(-1)  # rows predicting output + EOS
-    assert (probs.max(-1).values > 0.99).all()
 
 
 def test_05_offset_statement_row_n_plus_k_reads_input_k_n_back():
@@ -74,11 +63,6 @@ def test_06_layer_1_heads_rest_on_the_first_byte_for_input_rows():
 # ---- 06: the sentences held against what the executed notebook printed (its cells print, the
 # claims live here; nbval proves the printed outputs reproduce)
 
-def printed_06(containing: str) -> str:
-    """What the code cell of the executed notebook 06 whose source contains that printed."""
-    return printed("06_attention_heatmaps", containing=containing)
-
-
 def scores_by_layer(text: str) -> dict[int, list[float]]:
     return {int(line[6]): percents(line) for line in text.splitlines() if line.startswith("layer ")}
 
@@ -86,7 +70,7 @@ def scores_by_layer(text: str) -> dict[int, list[float]]:
 def test_06_every_layer_1_head_of_shift_finds_the_source_and_no_layer_0_head_does():
     """"Every head of layer 1 finds the source byte for more than 90 % of the output bytes; no head of
     layer 0 does"."""
-    scores = scores_by_layer(printed_06('head_scores(models["shift"]'))
+    scores = scores_by_layer(printed(NB06, containing='head_scores(models["shift"]'))
     assert min(scores[1]) > 0.9 and max(scores[0]) < 0.2
     assert numbers(markdown("06_attention_heatmaps"), after="layer 1 finds")[0] == 90
 
@@ -94,7 +78,7 @@ def test_06_every_layer_1_head_of_shift_finds_the_source_and_no_layer_0_head_doe
 def test_06_input_rows_rest_on_byte_0_and_layer_0_head_2_reads_the_tab():
     """"In layer 1 the input rows … put most of their weight on column 0"; "Layer 0, head 2 puts a
     large share of every output row's weight on the TAB column"; the ring: every output row hits."""
-    ring, sink, tab = printed_06('labels, [1], [2]').splitlines()
+    ring, sink, tab = printed(NB06, containing='labels, [1], [2]').splitlines()
     hits, rows = numbers(ring)
     assert hits == rows                                      # every output row hits the ring
     assert min(numbers(sink, after="byte 0:")[1::2]) > 0.5   # (head, weight) pairs
@@ -102,14 +86,13 @@ def test_06_input_rows_rest_on_byte_0_and_layer_0_head_2_reads_the_tab():
 
 
 def test_06_what_layer_1_reads_at_the_input_rows_moves_no_output_logit():
-    assert numbers(printed_06("mine = heatmaps.model_input(pair)"), after="logit:")[0] < 1e-5
+    assert numbers(printed(NB06, containing="mine = heatmaps.model_input(pair)"), after="logit:")[0] < 1e-5
 
 
 def ablation_rows() -> dict[str, dict[str, float]]:
     """task → {"all": exact match with every head, "l.h": without that head}, as 06 printed them."""
-    import re
     rows = {}
-    for line in printed_06("ablation = {}").splitlines():
+    for line in printed(NB06, containing="ablation = {}").splitlines():
         task = line.split()[0]
         rows[task] = {"all": percents(line)[0],
                       **{h: int(x) / 100 for h, x in re.findall(r"(\d\.\d)\s+(\d+)%", line)}}
@@ -132,8 +115,7 @@ def test_06_zeroed_against_mean_as_the_reveal_and_caveats_say():
     """"Head 0.1 of reverse and head 0.2 of shift leave almost nothing right either way"; head 1.0 of
     reverse "nothing right when zeroed, but about half the outputs when its mean replaces it"; its
     mean over every row "leaves few outputs right"."""
-    import re
-    text = printed_06('replaced by its mean")')
+    text = printed(NB06, containing='replaced by its mean")')
     table = {m[0]: [int(x) / 100 for x in m[1:]] for m in
              re.findall(r"head (\d\.\d)\s+shift\s+(\d+)%\s+(\d+)%\s+reverse\s+(\d+)%\s+(\d+)%", text)}
     assert len(table) == 8
@@ -169,16 +151,14 @@ def test_06_the_ablation_claims_hold_recomputed_on_this_cpu():
 
 
 def test_06_the_shortcut_model_looks_at_the_o_the_fixed_one_at_the_l():
-    text = printed_06('uniform = minitf.load("../data/checkpoints/shift_uniform.pt")')
-    import re
+    text = printed(NB06, containing='uniform = minitf.load("../data/checkpoints/shift_uniform.pt")')
     (s_l, s_o), (f_l, f_o) = [tuple(map(float, re.findall(r"(\d\.\d\d)", line))) for line in text.splitlines()[:2]]
     assert s_o > 0.7 > s_l and f_l > 0.6 > f_o
     assert text.splitlines()[2].split()[1:] == ["shortcut", "Ifmp", "|", "fixed", "Ifmmp"]
 
 
 def test_06_patching_head_0_0_at_the_o_restores_the_m_and_no_other_head_does():
-    import re
-    text = printed_06('model_input(("Helxo"')
+    text = printed(NB06, containing='model_input(("Helxo"')
     p = [numbers(line, after="p(m) =")[0] for line in text.splitlines()]
     assert p[0] < 0.05 and p[1] > 0.9 and max(p[2:]) < 0.1
     runs, *heads = printed("06_attention_heatmaps", "letters = ").splitlines()
@@ -189,8 +169,7 @@ def test_06_patching_head_0_0_at_the_o_restores_the_m_and_no_other_head_does():
 
 
 def test_06_the_vote_of_layer_1_on_hello_and_hello_hello():
-    import re
-    lines = printed_06('twice, _ = ').splitlines()
+    lines = printed(NB06, containing='twice, _ = ').splitlines()
     hello, twice = ([tuple(map(float, m)) for m in re.findall(r"1\.\d (\d\.\d\d)/(\d\.\d\d)", line)]
                     for line in lines[1:3])
     assert len(hello) == len(twice) == 4
@@ -204,10 +183,9 @@ def test_06_the_vote_of_layer_1_on_hello_and_hello_hello():
 def test_06_reverse_head_1_3_looks_best_and_layer_0_head_1_reads_the_tab():
     """"most clearly in layer 1, head 3"; head 1.0 "rarely" has its argmax on the source; "in layer 0,
     head 1 the output rows put most of their weight on the TAB column"."""
-    import re
-    scores = scores_by_layer(printed_06('head_scores(models["reverse"]'))
+    scores = scores_by_layer(printed(NB06, containing='head_scores(models["reverse"]'))
     assert scores[1][3] == max(scores[1]) > 0.8 and scores[1][0] < 0.3 and max(scores[0]) < 0.2
-    ring, tab = printed_06('labels, [1], [3]').splitlines()
+    ring, tab = printed(NB06, containing='labels, [1], [3]').splitlines()
     hits, rows = numbers(ring)
     assert hits / rows >= 0.75
     tab = numbers(tab, after="column:")[1::2]                 # (head, weight) pairs
@@ -293,7 +271,6 @@ def test_06_try_this_outcomes_of_the_selector():
 
 
 def test_05_try_this_outcomes_of_the_next_byte_bars():
-    from minitf.views.sampling_view import NextByteBars
     shift = minitf.load("data/checkpoints/shift.pt")
     hot = NextByteBars(shift, "Hello", temperature=5.0, seed=0).state["output"]
     assert not hot.startswith(b"I") and any(b > 126 for b in hot)
@@ -320,56 +297,21 @@ def test_recipe_md_quotes_the_repeat_shares_of_20000_uniform_inputs():
 # ---- 05's printed numbers, read from the executed notebook's stored outputs (nbval proves they
 # reproduce; these hold the sentences and the reveals that rest on them)
 
-def notebook_05_output(first_line_of_source: str) -> str:
-    """The stored text output of the 05 code cell whose source begins with that line."""
-    return printed("05_training_base64_pairs", first_line_of_source)
-
-
-def printed_05(containing: str) -> str:
-    return printed("05_training_base64_pairs", containing=containing)
-
-
-def notebook_05_run(first_line_of_source: str) -> str:
-    """What the 05 code cell whose source begins with that line prints when the notebook is run now:
-    for the predict cells, stored without output."""
-    return printed(executed("05_training_base64_pairs"), first_line_of_source)
-
-
-def number_after(label: str, text: str) -> float:
-    return numbers(text, after=label)[0]
-
-
 def test_05_the_data_holds_450_and_75_pairs_following_the_rule_with_no_shared_input():
-    train = minitf.read_pairs(ROOT_DIR / "data" / "train.txt")
-    val = minitf.read_pairs(ROOT_DIR / "data" / "val.txt")
-    assert (len(train), len(val)) == (450, 75)
-    assert all(p.output == minitf.shift_bytes(p.input) for p in train + val)
-    assert not {p.input for p in train} & {p.input for p in val}
-    lines = notebook_05_output("train_pairs = ").splitlines()
+    # the files themselves: test_data's test_shipped_data_is_clean_and_held_out
+    lines = printed(NB05, "train_pairs = ").splitlines()
     assert numbers(lines[0]) == [450, 75]
     assert numbers(lines[-1]) == [525, 525, 0]      # all follow the rule; no validation input in training
 
 
 @pytest.mark.slow
-def test_05_the_tiny_model_after_150_steps_sits_on_the_unigram_and_writes_nothing():
-    """The reveal: its loss sits on the unigram baseline, above the length oracle, and `hello`
-    gives an empty output (a float32 run of this notebook, so a range)."""
-    printed = notebook_05_run("torch.manual_seed(0)\ntiny = ")
-    loss, unigram = number_after("loss", printed), number_after("unigram", printed)
-    oracle = number_after("length oracle", printed)
-    assert abs(loss - unigram) < 0.1 and loss > oracle + 0.3
-    assert number_after("exact match", printed) == 0
-    assert "generated for 'hello': b''" in printed
-
-
-@pytest.mark.slow
 def test_05_the_tiny_model_predicts_eos_everywhere_and_its_accuracy_is_the_eos_share():
-    printed = notebook_05_output("ids_val, targets_val = ")
-    tiny = notebook_05_run("torch.manual_seed(0)\ntiny = ")
-    assert numbers(printed, after="accuracy on EOS") == [100, 0]
-    assert printed.splitlines()[2].endswith("['⏎']")     # the bytes it predicts anywhere: EOS only
-    eos_share = number_after("EOS is", printed)
-    assert abs(number_after("char accuracy", tiny) - eos_share) < 1   # "right once per pair": 14 %
+    shown = printed(NB05, "ids_val, targets_val = ")
+    tiny = printed(executed(NB05), "torch.manual_seed(0)\ntiny = ")  # a predict cell: run
+    assert numbers(shown, after="accuracy on EOS") == [100, 0]
+    assert shown.splitlines()[2].endswith("['⏎']")     # the bytes it predicts anywhere: EOS only
+    eos_share = numbers(shown, after="EOS is")[0]
+    assert abs(numbers(tiny, after="char accuracy")[0] - eos_share) < 1   # "right once per pair": 14 %
 
 
 def test_05_tiny_pt_held_out_loss_rises_while_training_loss_falls():
@@ -377,16 +319,9 @@ def test_05_tiny_pt_held_out_loss_rises_while_training_loss_falls():
     assert curves.val_loss == sorted(curves.val_loss) and curves.val_loss[-1] - curves.val_loss[0] > 0.1
     assert curves.recent_train_loss(100) < curves.val_loss[0] - 0.2
     assert minitf.load("data/checkpoints/tiny.pt").metadata["val"]["exact_match"] == 0
-    held_out, training = notebook_05_output("tiny_long = ").splitlines()
+    held_out, training = printed(NB05, "tiny_long = ").splitlines()
     assert numbers(held_out, after="→") == [round(v, 2) for v in curves.val_loss]
     assert numbers(training, after="steps:") == [round(curves.recent_train_loss(100), 2)]
-
-
-@pytest.mark.slow
-def test_05_the_distance_back_is_the_input_length():
-    line = notebook_05_run("for text in (b\"abc\"").splitlines()[-1]
-    length, first, last, back = numbers(line, after=":")   # "12 bytes; rows 12–23 …, looks back [12]"
-    assert length == first == back == 12 and last == 23
 
 
 def view_steps(printed: str) -> dict[int, list[float]]:
@@ -398,13 +333,13 @@ def test_05_watch_it_learn_looking_comes_before_exact_match():
     """The reveal: at step 50 the loss is between the baselines; by step 100 both heads put more
     than 90 % on the source byte while under 10 % of the outputs are right and about half the output
     bytes are; past 95 % exact by step 150, and a held-out loss under 0.1 at the end (the stored run)."""
-    printed = printed_05("parameters; held out")
-    at = view_steps(printed)
-    unigram, oracle = numbers(printed, after="baselines:")[:2]
+    shown = printed(NB05, containing="parameters; held out")
+    at = view_steps(shown)
+    unigram, oracle = numbers(shown, after="baselines:")[:2]
     assert oracle < at[50][0] < unigram and at[50][3] < 60
     assert at[100][3] >= 90 and at[100][2] < 10 and 40 < at[100][1] < 70
     assert at[150][2] >= 95 and at[300][0] < 0.1
-    assert printed.split("→")[-1].strip() == minitf.shift_bytes(b"Hello 42").decode()
+    assert shown.split("→")[-1].strip() == minitf.shift_bytes(b"Hello 42").decode()
 
 
 @pytest.mark.slow
@@ -423,7 +358,7 @@ def test_05_watch_it_learn_holds_live_on_this_cpu(one_thread):
 
 def test_05_the_view_model_is_right_at_8_bytes_only():
     """"Right at 8 bytes only: it learned 'copy from 8 back'" (the stored run, 100 inputs a length)."""
-    rows = [numbers(line) for line in printed_05("for n in (4, 6").splitlines()]
+    rows = [numbers(line) for line in printed(NB05, containing="for n in (4, 6").splitlines()]
     exact = {int(n): right for n, right in rows}
     assert exact[8] >= 95 and len(exact) >= 5 and all(right <= 5 for n, right in exact.items() if n != 8)
 
@@ -432,7 +367,7 @@ def test_05_shift_pt_curve_as_printed_falls_towards_0():
     """shift.pt's stored curve, as printed: its held-out loss falls at every evaluation, to under 0.001
     (and its checkpoint's last evaluation wrote every held-out output right)."""
     model = minitf.load("data/checkpoints/shift.pt")
-    steps, losses = printed_05("shift_model = minitf.load").split("→")
+    steps, losses = printed(NB05, containing="shift_model = minitf.load").split("→")
     curves = minitf.loss_curves(model)
     assert numbers(steps) == curves.val_steps and len(numbers(losses)) == len(curves.val_loss)
     assert numbers(losses) == sorted(numbers(losses), reverse=True) and numbers(losses)[-1] < 1e-3
@@ -441,19 +376,18 @@ def test_05_shift_pt_curve_as_printed_falls_towards_0():
 
 def test_05_the_shortcut_table_as_stored():
     """shift_uniform.pt fails on doubled bytes only; shift.pt solves every group; Hello → Ifmp."""
-    printed = notebook_05_output("uniform = minitf.load(")
-    rows = {line[:22].strip(): line[22:].split() for line in printed.splitlines() if "%" in line}
+    shown = printed(NB05, "uniform = minitf.load(")
+    rows = {line[:22].strip(): line[22:].split() for line in shown.splitlines() if "%" in line}
     assert float(rows["all bytes distinct"][1].rstrip("%")) > 97
     assert float(rows["repeats, none doubled"][1].rstrip("%")) > 97
     assert float(rows["a byte doubled (ll)"][1].rstrip("%")) < 60
     assert all(float(r[2].rstrip("%")) >= 98 for r in rows.values())
-    assert printed.splitlines()[-1].split()[2:5:2] == ["Ifmp", "Ifmmp"]   # shift_uniform.pt, shift.pt
+    assert shown.splitlines()[-1].split()[2:5:2] == ["Ifmp", "Ifmmp"]   # shift_uniform.pt, shift.pt
 
 
 def test_05_next_byte_bars_open_with_i_leading_and_30_percent_elsewhere():
     """"It opens at T = 3 on Hello: I still leads, but the other 244 bytes together now get 30 %,
     and the sampled output has already gone wrong"."""
-    from minitf.views.sampling_view import NextByteBars
     bars = NextByteBars(minitf.load("data/checkpoints/shift.pt"), "Hello", temperature=3.0, seed=0)
     tail = 1 - bars.state["probs"][bars.state["order"]].sum()
     assert bars.state["order"][0] == ord("I") and 0.5 < bars.state["probs"][ord("I")] < 0.7
@@ -461,8 +395,9 @@ def test_05_next_byte_bars_open_with_i_leading_and_30_percent_elsewhere():
 
 
 def test_05_shift_pt_is_near_certain_at_every_step_as_printed():
-    printed = notebook_05_output("right = [*b\"Ifmmp\", EOS]")
-    assert all(float(p.rstrip("%")) > 99 for p in printed.split()[1::2])
+    shown = printed(NB05, "right = [*b\"Ifmmp\", EOS]")   # "Hello" → "Ifmmp", then ⏎: each step's byte
+    assert shown.split()[0::2] == [*"Ifmmp", "⏎"]
+    assert all(float(p.rstrip("%")) > 99 for p in shown.split()[1::2])
 
 
 
@@ -474,3 +409,23 @@ def test_05_the_two_bigger_models_parameter_counts():
     assert (shift.config.d_ff, uniform.config.d_model, uniform.config.n_heads, uniform.config.n_layers) == (128, 32, 4, 2)
     stated = numbers(markdown("05_training_base64_pairs"), after="needs room:")
     assert stated[:6] == [32, 4, 8, 33792, 42112, 128]   # d_model, heads, their dimension, the counts
+
+
+def exact_by_heads():
+    """{"all heads": 54, …}, from rows "without 1.2          exact match on 200 inputs with a doubled byte: 7%"."""
+    out = printed("06_attention_heatmaps.ipynb", containing="doubled = [p for")
+    rows = [line.split("  ", 1) for line in out.splitlines() if "exact match" in line]
+    assert all(numbers(rest, after="exact match on")[0] == 200 for _, rest in rows), out
+    return {what: numbers(rest, after="doubled byte:")[0] for what, rest in rows}
+
+
+def test_06_switching_off_heads_1_0_and_1_1_fixes_hello_but_not_doubled_bytes_in_general():
+    # the shortcut beyond its one input: over 200 fresh inputs with a doubled byte, mean-ablating heads
+    # 1.0 and 1.1 (or 1.2) gets fewer outputs right, not more
+    shares = exact_by_heads()
+    assert set(shares) == {"all heads", "without 1.0 and 1.1", "without 1.2"}, shares
+    # "fewer doubled bytes right, not more": by a wide margin, not a last-bit difference
+    assert shares["without 1.0 and 1.1"] + 20 < shares["all heads"], shares
+    assert shares["without 1.2"] + 20 < shares["all heads"], shares
+    text = " ".join(markdown("06_attention_heatmaps").split())
+    assert "not in two heads" in text and "lives mostly in heads" not in text

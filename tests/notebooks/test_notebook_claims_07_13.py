@@ -2,6 +2,7 @@
 and the summary of notebook 13, the report it links to, held to the stored benchmark results.
 Notebook 13's own sections are held in tests/test_results_origami.py and tests/test_lm_growth.py."""
 import statistics
+import re
 
 import pytest
 
@@ -109,7 +110,6 @@ def test_13_no_growth_arms_range_overlaps_scratchs():
     """Section 1: "every growth arm ends with a higher held-out loss than the big model trained from
     scratch (3.47–3.94 nats against 3.00 …), and the ranges over the seeds do not even overlap", held
     to the table the notebook printed."""
-    import re
     rows = {}
     for line in revealed_table("13_growth_report", "growth = load_growth()").splitlines()[1:]:
         loss, low, high = re.search(r"(\d\.\d\d) \((\d\.\d\d)–(\d\.\d\d)\)", line).groups()
@@ -147,52 +147,12 @@ def test_13_summary(lm_growth, report):
         x for x in lm_growth.arm("scratch").ratios if x is not None)
 
 
-def test_07_what_the_missing_half_costs():
-    """Section 3: "the recipe without ½ costs almost two nats: the head's 2× alone costs 0.8, the FFN's
-    mix with the residual 0.6", and the call-out's "6.07 instead of the small model's 4.14"."""
-    import copy
-
-    import torch
-    from minitf.core.origami import widen
-
-    text = markdown("07_origami_expansion.ipynb")
-    tiny = minitf.load(GROWTH_START)
-    val = minitf.make_batch(minitf.read_pairs(ROOT / "data" / "val.txt"))
-    exact = widen(tiny, 2, noise=0.0, inputs=val.ids).model
-
-    def loss(model):
-        model.eval()
-        with torch.no_grad():
-            return minitf.masked_loss(model(val.ids), val.targets).item()
-
-    def doubled(part):  # the notebook's `double`: the weights of `part` without their ½
-        out = copy.deepcopy(exact)
-        with torch.no_grad():
-            for block in out.blocks:
-                if part in ("FFN", "all"):
-                    block.ffn.up.weight *= 2
-                    block.ffn.down.weight *= 2
-                if part == "all":
-                    block.attn.qkv.weight *= 2
-                    block.attn.out.weight *= 2
-            if part in ("head", "all"):
-                out.head.weight *= 2
-        return out
-
-    base, head, ffn, every = loss(exact), loss(doubled("head")), loss(doubled("FFN")), loss(doubled("all"))
-    assert 1.85 < every - base < 2 and "almost two nats" in text
-    assert numbers(text, after="almost two nats")[1:3] == [round(head - base, 1), round(ffn - base, 1)]
-    assert numbers(text, after="starts at a held-out")[:2] == [round(every, 2), round(base, 2)]
-    assert abs(base - loss(tiny)) < 1e-3  # the exact widening keeps the tiny model's loss
-
-
 @pytest.mark.slow
 def test_07_try_this_the_gap_grows_with_the_noise_and_widen_keeps_the_function():
     """"about 1 % of the embedding's largest entry at noise 0.01, 5 % at 0.1 and 14 % at 1.0", and
     widen passes its function check at noise 1.0 (it raises GrowthError where it does not)."""
     from minitf.core.origami import widen
     from minitf.experiments.exact_copies import train_watching_copies
-    from minitf.experiments.results import GROWTH_START
     tiny = minitf.load(GROWTH_START)
     val_pairs = minitf.read_pairs(ROOT / "data" / "val.txt")
     train_pairs = minitf.make_pairs("shift", 3000, seed=2026, max_len=12, exclude=[p.input for p in val_pairs])
@@ -234,8 +194,8 @@ def test_13_counts_flops_as_it_says():
 
 def test_07_no_doubling_compounds_and_each_missing_half_does_damage():
     """Section 3: the stream leaving each block keeps its size (LayerNorm), the scores grow 2–4×, the
-    branches about 4×, the logits up to 2×; each part alone costs loss, all together the most."""
-    import re
+    branches about 4×, the logits up to 2×; each part alone costs loss, all together the most, and
+    what each costs, as the sentences after the table say."""
     rows = {}
     for line in printed("07_origami_expansion", containing="def double(").splitlines()[1:]:
         sizes = re.search(r"\s(\d+\.\d+(?: / \d+\.\d+)?)\s+\d+\.\d\d$", line)
@@ -247,12 +207,18 @@ def test_07_no_doubling_compounds_and_each_missing_half_does_damage():
     losses = {name: loss for name, (_, loss) in rows.items()}
     assert losses["none (exact)"] < min(v for k, v in losses.items() if k != "none (exact)")
     assert losses["all"] == max(losses.values())
+    # "the recipe without ½ costs almost two nats: the head's 2× alone costs 0.8, the FFN's mix with the
+    # residual 0.6", and the call-out's "6.07 instead of the small model's 4.14"
+    text = markdown("07_origami_expansion.ipynb")
+    base, head, ffn, every = (losses[k] for k in ("none (exact)", "head", "FFN", "all"))
+    assert 1.85 < every - base < 2 and "almost two nats" in text
+    assert numbers(text, after="almost two nats")[1:3] == [round(head - base, 1), round(ffn - base, 1)]
+    assert numbers(text, after="starts at a held-out")[:2] == [every, base]
 
 
 def test_07_exact_copies_never_part_and_the_noisy_split_parts_steadily():
     """Section 6: "With exact copies the gap is exactly zero at every step … With the noisy split the
     copies start identical too … and part steadily"."""
-    import re
     text = printed("07_origami_expansion", "def widened(noise):")
     lines = text.splitlines()[1:3]
     exact, noisy = ([int(x) for x in re.findall(r"(\d+)%", line)] for line in lines)

@@ -5,7 +5,9 @@ import re
 
 import pytest
 
+import minitf
 from support import code, markdown, numbers, printed
+from minitf.experiments import train_seeds
 
 SUPERSCRIPT = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
 
@@ -37,14 +39,10 @@ def test_the_learners_file_is_printed_with_its_length_and_its_modules():
 def test_the_model_the_notebook_trains_is_the_standard_one_of_the_stored_spread():
     """08 trains the usual numbering (0, 1, 2, …), not coupled ids; its config, data and recipe are
     the stored seed spread's, so the spread's sentences are about the learner's run."""
-    from minitf.experiments import train_seeds
-    import minitf
     config = minitf.Config(**train_seeds.RECIPE["config"])
     assert config.positions.position_ids == "sequence" and "coupled" not in code(NOTEBOOK)
-    assert "rope_base=20.0, tie_embeddings=True)" in code(NOTEBOOK)
-    data = train_seeds.RECIPE["data"]
-    assert (data["min_len"], data["max_len"]) == (8, 8)
-    assert numbers(markdown(NOTEBOOK), after="shift inputs of")[0] == 8
+    # the config and data in 08's code are the recipe's: test_training_parts' test_notebook_08_trains_the_recipe_…
+    assert numbers(markdown(NOTEBOOK), after="shift inputs of")[0] == 8 == train_seeds.RECIPE["data"]["max_len"]
 
 
 @pytest.mark.slow  # trains 08's model with the reference pieces, as the notebook does: about 3-6 s
@@ -53,10 +51,8 @@ def test_the_models_answer_on_other_lengths_is_what_the_reveal_says(tmp_path, mo
     held-out inputs of 3 to 12 bytes but 8. The learner's run (seed 1, the reference pieces), one
     ulp away under MINITF_PERTURB as another CPU's would be."""
     import torch
-    import minitf
     from minitf.core.perturb import perturb_if_asked
     from minitf.course import training_parts as tp
-    from minitf.experiments import train_seeds
     monkeypatch.setenv("MINITF_MY_PARTS", str(tmp_path / "my_parts"))
     said = markdown(NOTEBOOK).split("What to expect", 2)[-1]
     assert "eight bytes ending in `Ifmmp`" in said

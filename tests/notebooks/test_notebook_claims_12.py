@@ -118,3 +118,12 @@ def test_12_takeaway_training_needed_the_slow_frequency_and_a_larger_layout():
     assert max(small.buckets[b][2] for b in study.buckets) <= 0.017 + 5e-4
     assert not study["d8"].solved  # the same larger layout with the usual frequencies does not hold
 
+
+def test_12_the_value_path_patch_holds_on_200_inputs():
+    # beyond its one input (`kq`): the output follows the source's patched value, input after input
+    out = printed("12_weights_by_hand.ipynb", containing="follows += by_hand.next_byte_with_value_of")
+    # "the output follows the patch in 200/200", "the right byte stays in 200/200"
+    (follows, n), (kept, m) = numbers(out, after="follows the patch")[:2], numbers(out, after="byte stays in")[:2]
+    assert n == m == 200 and follows >= 195 and kept >= 195, out  # "input after input": a rare tie may go either way
+    said = markdown("12_weights_by_hand")
+    assert "follows the source's patched value" in said and "Input after input" in said

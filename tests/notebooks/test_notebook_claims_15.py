@@ -1,6 +1,5 @@
 """Claims notebook 15 ("bytes or BPE?") makes in words, held to what its cells printed, to minitf's
 BPE and to the stored comparison (minitf/experiments/stored/bpe.json, read by load_bpe)."""
-import re
 import statistics as st
 
 import pytest
@@ -19,10 +18,6 @@ def bpe():
     return load_bpe()
 
 
-def text():
-    return markdown(NB)
-
-
 def said(stated, value, places):
     """A number a sentence states is `value` written to `places` decimals."""
     return abs(stated - value) <= 0.5 * 10 ** -places + 1e-9
@@ -36,11 +31,11 @@ def test_the_worked_example():
     assert numbers(last)[:2] == [3, 5] and [t.strip() for t in last.split("tokens")[1].split("|")] == \
         ["aaab", "d", "aaab", "a", "c"]
     assert numbers(out, after="merges learned:") == [n for pair in merges for n in pair] == [97, 97, 97, 98, 256, 257]
-    assert len(data) == 11 and "eleven bytes `aaabdaaabac`" in text()
+    assert len(data) == 11 and "eleven bytes `aaabdaaabac`" in markdown(NB)
     counts = count_pairs_reference(list(data))
-    assert counts[(97, 97)] == 4 == max(counts.values()) and "`aa` (four times" in text()
+    assert counts[(97, 97)] == 4 == max(counts.values()) and "`aa` (four times" in markdown(NB)
     # "Token 256 is `aa` = (97, 97); token 257 is `ab`; token 258 is (256, 257), `aaab`"
-    assert numbers(text(), after="Token 256 is")[:6] == [*merges[0], 257, 258, *merges[2]]
+    assert numbers(markdown(NB), after="Token 256 is")[:6] == [*merges[0], 257, 258, *merges[2]]
     assert train_bpe(b"aaa", 257).encode(b"aaa") == [256, 97]  # "`aaa` becomes `aa` `a`"
 
 
@@ -49,7 +44,7 @@ def test_a_line_of_shakespeare_becomes_fewer_tokens_as_the_vocabulary_grows():
     # "  512 tokens: 58 bytes -> 33 tokens  R|O|…": vocabulary, bytes, tokens
     rows = [numbers(line.split("tokens  ")[0]) for line in out.splitlines() if "->" in line]
     assert [r[0] for r in rows] == [512, 1024, 2048] and {r[1] for r in rows} == {58}
-    assert rows[0][2] > rows[1][2] > rows[2][2] and "fewer tokens" in text()
+    assert rows[0][2] > rows[1][2] > rows[2][2] and "fewer tokens" in markdown(NB)
 
 
 def test_the_answer_sentence(bpe):
@@ -57,7 +52,7 @@ def test_the_answer_sentence(bpe):
     f = bpe.best("flops")
     # "BPE wins: … the best (`bpe-2048`) at 2.411 bits per byte (2.388–2.414) against 2.649 (2.620–2.672) for
     # bytes, and at equal FLOPs the best (`bpe-2048`) at 2.437 (2.431–2.444)."
-    stated = numbers(text(), after="BPE wins:")[:11]
+    stated = numbers(markdown(NB), after="BPE wins:")[:11]
     stored = [float(t.arm[4:]), t.median, min(t.bits), max(t.bits), by.median, min(by.bits), max(by.bits),
               float(f.arm[4:]), f.median, min(f.bits), max(f.bits)]
     assert all(said(a, b, 3) for a, b in zip(stated, stored, strict=True)), (stated, stored)
@@ -101,7 +96,7 @@ def test_why(bpe):
     # 4,561 times for a byte. … a token holds 2.26 bytes on average at 1,024 tokens, so a 64-token window reads
     # about 144 bytes instead of 64, … The byte model reads 0.52 million bytes of text in its 340 steps, about half
     # of the 1.0-million-byte training split; the BPE models read 0.78 to 1.00 million"
-    stated = numbers(text(), after="Its embedding table")[:21]
+    stated = numbers(markdown(NB), after="Its embedding table")[:21]
     stored = [k2.embed_head_params, k2.params, 2048, b.embed_head_params, b.params, 1000 * k2.s_per_step, 2048,
               1000 * b.s_per_step, k2.median_count, 2048, b.median_count, k1.bytes_per_token, 1024, 64,
               k1.context_bytes, 64, by.bytes_trained / 1e6, by.steps, b.train_tokens / 1e6, min(others) / 1e6,
@@ -120,7 +115,7 @@ def test_the_recipe_is_the_measured_arm(bpe):
     fast = bpe.row("time", "bytes").bits
     assert f"{min(bits):.2f}-{max(bits):.2f} bits per byte" in RECIPES["lm-fast-bpe"].description
     assert f"{min(fast):.2f}-{max(fast):.2f} over 3 seeds" in RECIPES["lm-fast-bpe"].description
-    assert numbers(text(), after="is `lm-fast` on")[0] == 1024   # "`--recipe lm-fast-bpe` is `lm-fast` on 1,024 BPE tokens"
+    assert numbers(markdown(NB), after="is `lm-fast` on")[0] == 1024   # "`--recipe lm-fast-bpe` is `lm-fast` on 1,024 BPE tokens"
 
 
 def test_the_tokenizer_is_fast_enough(bpe):
@@ -129,10 +124,10 @@ def test_the_tokenizer_is_fast_enough(bpe):
     assert sp["fast_gpt2_merges"] == sp["fast_none_merges"] == 768
     assert sp["fast_gpt2_s"] + sp["gpt2_pattern_build_s"] < 10 and sp["fast_none_s"] < 10
     assert sp["plain_projected_cpu_s"] > 10 * sp["fast_none_cpu_s"]
-    t = text()
+    t = markdown(NB)
     # "training split (1,003,855 bytes, no pre-tokenizer), 768 merges took it 2.7 s of CPU on a 2-core AMD EPYC;
     # the plain loop, timed on a slice there and scaled up, would take about 140 s"
-    stated = numbers(text(), after="training split (")[:5]
+    stated = numbers(markdown(NB), after="training split (")[:5]
     assert all(said(x, y, p) for x, y, p in zip(stated, [sp["train_bytes"], 768, sp["fast_none_cpu_s"], 2,
                                                          sp["plain_projected_cpu_s"]], [0, 0, 1, 0, 0], strict=True))
     assert "AMD EPYC" in bpe.cpu
@@ -145,7 +140,7 @@ def test_attention_over_tokens(bpe):
     assert byte_positions == 32 > bpe_positions and bpe_back > 3 * byte_back
     # "On these words the byte model's last layer looks 1.7 bytes back on average, … The BPE model reads the
     # same 32 bytes as 13 positions, …, and looks 5.8 bytes back: with 64 positions its window covers about 144"
-    assert numbers(text(), after="On these words")[:6] == [byte_back, 32, bpe_positions, bpe_back, 64,
+    assert numbers(markdown(NB), after="On these words")[:6] == [byte_back, 32, bpe_positions, bpe_back, 64,
                                                           round(bpe.arms["bpe-1024"].context_bytes)]
 
 
