@@ -3,6 +3,7 @@ usage errors, and `train --recipe NAME` parsed with the recipe's flags as defaul
 from __future__ import annotations
 
 import argparse
+import functools
 import textwrap
 
 from .. import __version__
@@ -72,7 +73,18 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def parser(train_defaults: dict | None = None) -> argparse.ArgumentParser:
-    """The command line; train_defaults replace `train`'s defaults (a recipe's flags)."""
+    """The command line; train_defaults replace `train`'s defaults (a recipe's flags). Without
+    them it is built once: one command reads the plain defaults several times (a recipe, the
+    flags typed, a resumed run's), and a parser is not changed by parsing."""
+    return _plain_parser() if train_defaults is None else _build(train_defaults)
+
+
+@functools.cache
+def _plain_parser() -> argparse.ArgumentParser:
+    return _build(None)
+
+
+def _build(train_defaults: dict | None) -> argparse.ArgumentParser:
     p = Parser(prog="python -m minitf", description=DESCRIPTION, formatter_class=HelpFormatter,
                epilog=textwrap.fill("`python -m minitf COMMAND --help` lists a command's options. "
                                     "Alone, `python -m minitf` prints this help and exits with "
