@@ -46,8 +46,16 @@ def notebook_path(notebook) -> pathlib.Path:
 
 
 def cells(notebook) -> list[dict]:
-    """The cells of a stored notebook, as nbformat writes them (outputs included)."""
-    return json.loads(notebook_path(notebook).read_text(encoding="utf-8"))["cells"]
+    """The cells of a stored notebook, as nbformat writes them (outputs included). Parsed once per
+    version of the file and shared: read them, never change them."""
+    path = notebook_path(notebook)
+    stat = path.stat()
+    return _parsed_cells(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed_cells(path: pathlib.Path, mtime_ns: int, size: int) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
 
 
 def source(cell: dict) -> str:

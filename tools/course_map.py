@@ -52,6 +52,7 @@ run times (bench/results/), which an installed minitf does not have.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -109,6 +110,14 @@ def _cells(notebook) -> list[dict]:
     if isinstance(notebook, dict):
         return notebook["cells"]
     path = Path(notebook)
+    stat = path.stat()
+    return _parsed_cells(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_cells(path: Path, mtime_ns: int, size: int) -> list[dict]:
+    """A notebook file's cells, parsed once per version of the file (the maps count each
+    notebook several times)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))["cells"]
     except (json.JSONDecodeError, KeyError) as e:
