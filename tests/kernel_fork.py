@@ -35,10 +35,14 @@ from pathlib import Path
 SOCKET_VARIABLE = "MINITF_KERNEL_ZYGOTE"
 # set by jupyter_client or by us for each kernel: not a difference in what was imported
 PER_KERNEL = ("JPY_", "PYDEVD_", "PYTEST_", "COLUMNS", "LINES", SOCKET_VARIABLE)
+# set by torch in a process that ran tests (torch._dynamo's import; torch.cuda's check for a GPU):
+# an effect of what the test process did, read by nothing a kernel imports. Without this, every
+# notebook that an xdist worker ran after such a test got a full kernel start (~2 s each).
+SET_BY_TORCH = ("TORCHINDUCTOR_CACHE_DIR", "PYTORCH_NVML_BASED_CUDA_CHECK")
 
 
 def _comparable(env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if not k.startswith(PER_KERNEL)}
+    return {k: v for k, v in env.items() if not k.startswith(PER_KERNEL) and k not in SET_BY_TORCH}
 
 
 # --- the zygote -----------------------------------------------------------------------------------

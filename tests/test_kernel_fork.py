@@ -56,6 +56,13 @@ def test_a_forked_kernel_has_the_imports_done_and_the_clients_folder_and_its_own
 
 
 @pytest.mark.slow
+def test_what_torch_set_in_the_test_process_still_gets_a_forked_kernel(zygote, tmp_path):
+    """A worker that ran a test importing torch._dynamo or asking for a GPU has these set."""
+    set_by_torch = {"TORCHINDUCTOR_CACHE_DIR": "/tmp/torchinductor_x", "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+    assert run_in_kernel(zygote, PROBE, tmp_path, **set_by_torch).split()[0] == "True"
+
+
+@pytest.mark.slow
 def test_another_environment_gets_a_normal_kernel(zygote, tmp_path):
     preloaded, folder, mark, _ = run_in_kernel(zygote, PROBE, tmp_path, MARK="x").split()
     assert (preloaded, folder, mark) == ("False", str(tmp_path), "x")
