@@ -496,6 +496,14 @@ def test_the_graph_prints():
     assert "  core.model " in text and "  face        -> core " in text
 
 
+def test_the_tests_weigh_no_more_than_the_package():
+    """Lines of Python in tests/ are at most minitf/'s: tests that outweigh the code slow every change."""
+    def lines(folder):
+        return sum(len(p.read_bytes().splitlines()) for p in (ROOT / folder).rglob("*.py")
+                   if "__pycache__" not in p.parts)
+    assert lines("tests") <= lines("minitf"), (lines("tests"), lines("minitf"))
+
+
 if __name__ == "__main__":
     edges = graph()
     print(describe(edges))
