@@ -168,15 +168,9 @@ def write_pairs(path, pairs: Iterable[Pair], *, overwrite: bool = False) -> Path
 PRINTABLE = bytes(range(32, 127))  # space … ~
 
 
-_SHIFTED = bytes(32 if c == 126 else (c + 1) % 256 for c in range(256))  # 255 is refused below
-
-
 def shift_bytes(b: bytes) -> bytes:
     """Each printable byte + 1, with ~ (126) wrapping to space (32): the rule of the seed's pairs."""
-    b = bytes(b)
-    if 255 in b:
-        raise ValueError("shift_bytes: byte 255 has no next byte")
-    return b.translate(_SHIFTED)
+    return bytes(32 if c == 126 else c + 1 for c in b)
 
 
 TASKS = {
@@ -233,9 +227,9 @@ def iter_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: i
         while made < n:
             if repeats and rng.random() < repeats:
                 few = rng.sample(pool, min(len(pool), rng.randint(2, 6)))
-                x = bytes([rng.choice(few) for _ in range(rng.randint(max(min_len, min(3, max_len)), max_len))])
+                x = bytes(rng.choice(few) for _ in range(rng.randint(max(min_len, min(3, max_len)), max_len)))
             else:
-                x = bytes([rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len))])
+                x = bytes(rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len)))
             if x not in seen:
                 seen.add(x)
                 made += 1
