@@ -13,7 +13,11 @@ from minitf.course.solutions import my_ablate_head
 
 REVERSE = minitf.load(ROOT / "data" / "checkpoints" / "reverse.pt")
 SHIFT = minitf.load(ROOT / "data" / "checkpoints" / "shift.pt")
-HELD_OUT = {name: minitf.checkpoint_pairs(model, n_val=40)[1]  # as notebook 06 makes them
+
+
+@functools.cache  # remade when a test first needs them, not in every xdist worker's collection
+def held_out():
+    return {name: minitf.checkpoint_pairs(model, n_val=40)[1]  # as notebook 06 makes them
             for name, model in (("reverse", REVERSE), ("shift", SHIFT))}
 
 
@@ -24,7 +28,7 @@ def table(model=REVERSE, task="reverse", ablate=my_ablate_head):
 
 @functools.cache  # each table measured once for the file
 def measured(model, task, ablate):
-    return {(layer, head): head_census.teacher_forced_exact_match(ablate(model, layer, head), HELD_OUT[task])
+    return {(layer, head): head_census.teacher_forced_exact_match(ablate(model, layer, head), held_out()[task])
             for layer in range(2) for head in range(4)}
 
 
@@ -37,7 +41,7 @@ def in_place(model, layer, head):
 
 def test_the_check_s_exact_match_is_greedy_generation_s():
     """A learner may measure with minitf.evaluate (generation) instead of the teacher-forced one."""
-    ablated, pairs = minitf.ablate_heads(REVERSE, [(1, 3)]), HELD_OUT["reverse"][:20]
+    ablated, pairs = minitf.ablate_heads(REVERSE, [(1, 3)]), held_out()["reverse"][:20]
     assert head_census.teacher_forced_exact_match(ablated, pairs) == minitf.evaluate(ablated, pairs)["exact_match"]
 
 
@@ -55,15 +59,15 @@ def test_the_check_s_exact_match_is_greedy_generation_s():
 ])
 def test_a_wrong_table_is_named(found, diagnosis, words):
     with pytest.raises(minitf.ExerciseError) as info:
-        head_census.diagnose(found(), REVERSE, HELD_OUT["reverse"])
+        head_census.diagnose(found(), REVERSE, held_out()["reverse"])
     assert info.value.diagnoses == (diagnosis,)
     assert words in str(info.value) and "\nHint: " in str(info.value)
 
 
 def test_the_shift_model_s_census_on_its_own_pairs_is_named():
     with pytest.raises(minitf.ExerciseError) as info:
-        head_census.diagnose(table(model=SHIFT, task="shift"), REVERSE, HELD_OUT["reverse"],
-                             others=({"reverse": REVERSE, "shift": SHIFT}, HELD_OUT))
+        head_census.diagnose(table(model=SHIFT, task="shift"), REVERSE, held_out()["reverse"],
+                             others=({"reverse": REVERSE, "shift": SHIFT}, held_out()))
     assert info.value.diagnoses == ("another_model",)
     assert "the shift model's heads, measured on its own pairs" in str(info.value)
 
@@ -74,12 +78,12 @@ def test_the_solution_block_is_shown_after_the_turn_and_passes_its_check(capsys)
     assert "head_census.check(found" in head_census.SOLUTION  # the block ends with its check
     exec(head_census.SOLUTION, {"my_ablate_head": my_ablate_head, "minitf": minitf,
                                 "exact_match": head_census.teacher_forced_exact_match,
-                                "models": {"reverse": REVERSE, "shift": SHIFT}, "held_out": HELD_OUT})
+                                "models": {"reverse": REVERSE, "shift": SHIFT}, "held_out": held_out()})
     assert capsys.readouterr().out.startswith("✓ found agrees with the measurement for all 8 heads")
 
 
 def test_check_prints_instead_of_raising(capsys):
-    head_census.check({}, REVERSE, HELD_OUT["reverse"])
+    head_census.check({}, REVERSE, held_out()["reverse"])
     assert capsys.readouterr().out.startswith("found: empty")
 
 
