@@ -228,7 +228,7 @@ def test_04_gelu_and_silu_approach_relu_gelu_faster():
 
 
 def test_04_post_norm_pins_the_stream_and_pre_norm_lets_it_grow():
-    lines = printed("04_ffn_block", 'text = b"A language').splitlines()
+    lines = printed("04_ffn_block", "norm_position.print_stream_rms(").splitlines()
     post, pre = numbers(lines[1]), numbers(lines[2])
     assert post == [1.0] * 5                                   # pinned at 1 after every block
     assert pre == sorted(pre) and pre[-1] > 1.5 * pre[0]       # grows with depth
