@@ -89,8 +89,10 @@ class YourAttention(MultiHeadAttention):
         # the names your pieces call each other by are the Parts' pieces: your attention's
         # my_softmax, your multi_head_attention's my_attention and my_causal_mask
         self.attention_fn = parts.attention and calling(parts.attention, my_softmax=parts.softmax)
+        # (the library's stand-in for an unwritten multi_head_attention calls `attention` and `causal_mask`)
         self.forward_fn = parts.multi_head_attention and calling(
-            parts.multi_head_attention, my_attention=self.attention_fn, my_causal_mask=parts.causal_mask)
+            parts.multi_head_attention, my_attention=self.attention_fn, my_causal_mask=parts.causal_mask,
+            attention=self.attention_fn, causal_mask=parts.causal_mask)
 
     def rotate(self, x, cos, sin):
         fn = self.parts.apply_rope

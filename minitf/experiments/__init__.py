@@ -3,7 +3,8 @@ notebooks. Imports the core only.
 
 One module per study (ablation, origami_growth, exact_copies, lm_growth, growth_verdict, lm_fast,
 lm_envelope, length, smallest, norm_position, train_seeds); `results` gathers the readers the notebooks reach
-as `minitf.results.load_…`."""
+as `minitf.results.load_…`. A few measure live in seconds instead, so a notebook shows one call, not
+its code: 02's `rope_scores`, 03's `without_mask` and `score_scale`, 04's `residuals`."""
 from importlib import resources
 from pathlib import Path
 

@@ -148,3 +148,31 @@ def baselines() -> tuple[float, float]:
     train_pairs, held_out = task_pairs()
     b = baseline_losses(held_out, train_pairs)
     return b.length_oracle, b.unigram
+
+
+STREAM_TEXT = (b"A language model reads text one byte at a time and guesses the byte that comes next. "
+               b"It is scored on every guess: the loss is small when the guess is good.")
+
+
+def stream_rms(layout: str, depth: int = 16) -> torch.Tensor:
+    """The RMS of the residual stream after each block of a fresh `depth`-layer model with its norms
+    in `layout` ("pre" or "post"), read over three 32-byte windows of STREAM_TEXT: (depth,)."""
+    ids = torch.tensor([list(STREAM_TEXT[i:i + 32]) for i in range(0, 96, 32)])  # (B=3, T=32)
+    torch.manual_seed(0)
+    model = Transformer(Config(n_layers=depth, norm_position=layout, dropout=0.0))
+    seen = []
+    hooks = [b.register_forward_hook(lambda mod, inp, out: seen.append(out[0].pow(2).mean().sqrt()))
+             for b in model.blocks]
+    with torch.no_grad():
+        model(ids)
+    for hook in hooks:
+        hook.remove()
+    return torch.stack(seen)
+
+
+def print_stream_rms(depth: int = 16, after=(1, 4, 8, 12, 16)) -> None:
+    """Post-norm pins the stream's RMS after every block; pre-norm lets it grow with depth."""
+    print("after block " + "".join(f"{b:6d}" for b in after))
+    for name, layout in (("post-norm", "post"), ("pre-norm", "pre")):
+        r = stream_rms(layout, depth)
+        print(f"{name:10s}" + "".join(f"{r[b - 1].item():6.1f}" for b in after))

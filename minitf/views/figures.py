@@ -6,6 +6,7 @@ predict, each square coloured by its role, so the output-only loss can be seen a
 """
 from __future__ import annotations
 
+from ..core.attention import attention, causal_mask
 from ..core.data import make_batch, sequence
 from ..core.tokens import IGNORE, byte_label
 
@@ -265,12 +266,16 @@ def _matrix_panel(ax, M, title, cmap, vmin, vmax, text=None, followed: int = 1):
     return im
 
 
-def plot_attention_steps(scores, mask, weights_open, weights, followed: int = 1):
-    """The four steps of causal attention on a T×T example, numbers in the cells: ① the scaled
-    scores, ② the causal mask, ③ softmax without it, ④ softmax with it; the followed query's row
-    outlined. A matplotlib Figure."""
+def plot_attention_steps(Q, K, V, followed: int = 1):
+    """The four steps of causal attention for queries Q, keys K and values V, (T, d_k) each, numbers
+    in the cells: ① the scaled scores, ② the causal mask, ③ softmax without it, ④ softmax with it
+    (minitf.attention's weights); the followed query's row outlined. A matplotlib Figure."""
     from matplotlib.colors import ListedColormap
     from matplotlib.figure import Figure
+
+    scores = Q @ K.T / Q.size(-1) ** 0.5
+    mask = causal_mask(len(Q))
+    weights_open, weights = (attention(Q[None, None], K[None, None], V[None, None], m)[1][0, 0] for m in (None, mask))
 
     fig = Figure(figsize=(8.5, 7), layout="constrained")
     axes = fig.subplots(2, 2)

@@ -183,14 +183,14 @@ def test_04_points_to_14_for_swiglu_and_14s_stored_modern_preset_arm():
 
 
 def test_03_the_future_cannot_change_the_past():
-    text = printed("03_attention", "causal_model = minitf.Transformer(")
+    text = printed("03_attention", "without_mask.positions_changed(")
     changed = {line.split("  ")[0]: numbers(line.split(":")[1]) for line in text.splitlines() if "changed:" in line}
     assert changed == {"causal": [3, 4], "no mask": [0, 1, 2, 3, 4]}
 
 
 def test_03_scaling_by_sqrt_dk_keeps_the_softmax_the_same_at_every_width():
     rows = {}
-    for line in printed("03_attention", "def softmax_stats(s):").splitlines()[2:]:
+    for line in printed("03_attention", "score_scale.by_width(").splitlines()[2:]:
         d_k, *values = numbers(line)
         rows[int(d_k)] = values  # raw var, scaled var, raw largest, scaled largest, raw grad, scaled grad
     assert sorted(rows) == [2, 16, 64]
@@ -203,22 +203,19 @@ def test_03_scaling_by_sqrt_dk_keeps_the_softmax_the_same_at_every_width():
 
 def test_03_the_unmasked_model_trains_well_and_writes_badly():
     """Section 7's sentences, on the stored run (float32 training: the cells are nbval-ignore-output)."""
-    train = [numbers(l)[-1] for l in printed("03_attention", containing="small = minitf.Config(").splitlines()
-             if "final training loss" in l]
-    masked_train, open_train = train
+    lines = printed("03_attention", containing="without_mask.compare(text)").splitlines()
+    (masked_train, m_full, m_prefix), (open_train, o_full, o_prefix) = numbers(lines[0])[-3:], numbers(lines[1])[-3:]
     assert open_train < 0.4 < 1.2 < masked_train  # no mask: far lower training loss
-    lines = printed("03_attention", "rows = torch.stack(").splitlines()
-    (m_full, m_prefix), (o_full, o_prefix) = numbers(lines[0])[-2:], numbers(lines[1])[-2:]
     uniform = numbers(lines[2])[-1]
     assert uniform == round(math.log(256), 2)
     assert abs(m_full - m_prefix) <= 0.1                     # causal: training's loss is writing's loss
     assert abs(m_prefix - masked_train) < 0.3                # "close to its training loss"
     assert o_full < 0.4 and o_prefix > 10 * o_full           # "more than ten times its training loss"
     assert o_prefix > 2 * m_prefix and o_prefix > 0.75 * uniform  # "near a uniform guess"
-    shown = printed("03_attention", 'prompt = "The model')
+    shown = printed("03_attention", 'run.write(')
     shares = [numbers(l)[0] for l in shown.splitlines() if "occur" in l]
     assert shares[0] > shares[1] + 10  # with the mask, more of its words are words of the text (in %)
-    shown = printed("03_attention", "with torch.no_grad():\n    _, per_layer")
+    shown = printed("03_attention", "run.where_it_looks(")
     per_head = [numbers(l.split(":")[1]) for l in shown.splitlines()]
     assert min(per_head[-1]) > 0.8  # the last layer's heads spend almost all their attention on t + 1
 
@@ -231,7 +228,7 @@ def test_04_gelu_and_silu_approach_relu_gelu_faster():
 
 
 def test_04_post_norm_pins_the_stream_and_pre_norm_lets_it_grow():
-    lines = printed("04_ffn_block", 'text = b"A language').splitlines()
+    lines = printed("04_ffn_block", "norm_position.print_stream_rms(").splitlines()
     post, pre = numbers(lines[1]), numbers(lines[2])
     assert post == [1.0] * 5                                   # pinned at 1 after every block
     assert pre == sorted(pre) and pre[-1] > 1.5 * pre[0]       # grows with depth
@@ -322,12 +319,10 @@ def test_03_the_query_followed_by_hand_is_what_the_cell_prints():
 
 
 def test_03_identities_the_cells_print():
-    assert printed("03_attention", "T, C = 4, 2").splitlines()[-1] == "loop == matrix product == softmax: True"
+    assert printed("03_attention", "x = torch.rand(4, 2").splitlines()[-1] == "loop == softmax-weighted sum: True"
     fused = printed("03_attention", "q, k, v = torch.rand(3, 2, 2, 5, 4").splitlines()
-    assert len(fused) == 2 and all(line.endswith("fused kernel: True") for line in fused)
-    assert printed("03_attention", "B, T, C, H = 1, 3, 4, 2").splitlines()[-1] == "merging undoes the split: True"
-    shapes = printed("03_attention", "mha = minitf.MultiHeadAttention(").splitlines()
-    assert [numbers(line) for line in shapes] == [[2, 3, 2, 3, 4], [3, 3, 3, 3, 4], [5, 7, 5, 7, 4]]
+    assert fused == ["minitf.attention == PyTorch's fused kernel: True"]
+    assert printed("03_attention", "x = torch.arange(12)").splitlines()[-1] == "merging undoes the split: True"
 
 
 def test_04_the_ffn_facts_and_the_activations_figure():

@@ -262,7 +262,7 @@ def test_01_neighbouring_bytes_are_less_alike_than_any_two_and_two_directions_sh
 
 def test_02_offset_drift_as_printed():
     """The table below the two scatter plots: 44 apart, alike with one speed, apart with four."""
-    out = printed("02_rope.ipynb", containing="def scores_by_offset")
+    out = printed("02_rope.ipynb", containing="rope_scores.plot_offset_drift(")
     rows = {int(m[1]): (float(m[2]), float(m[3])) for m in re.finditer(r"head_dim (\d): +(\d\.\d+) +(\d\.\d+)", out)}
     drift = offset_drift()
     assert rows == {hd: tuple(round(x, 3) for x in drift[hd]) for hd in (2, 8)}

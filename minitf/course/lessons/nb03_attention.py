@@ -71,8 +71,21 @@ def _mha_cases():
 
 
 def _mha_reference(attn, x, cos, sin):
-    with torch.no_grad():
-        return attn(x, cos, sin, need_weights=True)
+    """Multi-head attention from the module's parts (qkv, rotate, out) around minitf's attention and
+    mask, never the module's forward: where yours is not written it stands in, and then the module's
+    forward (08's MyAttention, or a model built from your pieces) calls this. A model built from your
+    pieces binds `attention` and `causal_mask` here to yours."""
+    B, T, _ = x.shape
+    H, hd = attn.n_heads, attn.head_dim
+    q, k, v = (t.view(B, T, H, hd).transpose(1, 2) for t in attn.qkv(x).split(H * hd, dim=-1))
+    q, k = attn.rotate(q, cos, sin), attn.rotate(k, cos, sin)
+    y, weights = attention(q, k, v, causal_mask(T).to(x.device))
+    return attn.out(y.transpose(1, 2).reshape(B, T, H * hd)), weights
+
+
+def _causal_mask_reference(T):
+    """minitf's mask, with the exercise's signature."""
+    return causal_mask(T)
 
 
 def _mha_slips(attn, x, cos, sin):
@@ -150,7 +163,7 @@ def my_multi_head_attention(attn, x, cos, sin):
 EXERCISES = [
     Exercise(name="causal_mask", notebook="03", teaches="the causal mask: position i may look at j ≤ i only",
              difficulty=1, minutes=5,
-             solution=my_causal_mask, reference=causal_mask, cases=lambda: [(4,), (1,), (2,), (8,)],
+             solution=my_causal_mask, reference=_causal_mask_reference, cases=lambda: [(4,), (1,), (2,), (8,)],
              hint="True marks what is hidden: key j is hidden from query i when j > i; the diagonal "
              "(a position looking at itself) is allowed",
              options={"hints_by_diagnosis": {
@@ -165,7 +178,8 @@ EXERCISES = [
                       "diagonal, are fine (choosing what to hide is the exercise): minitf.causal_mask "
                       "is the mask itself",
              piece=Piece(fills="model", order=2,
-                         call='causal_mask(T) → (T, T) bool, True where i may not look at j')),
+                         call='causal_mask(T) → (T, T) bool, True where i may not look at j'),
+             optional=True),
     Exercise(name="softmax", notebook="03",
              teaches="a softmax that does not overflow: subtract each row's maximum first",
              difficulty=2, minutes=10, solution=my_softmax, reference=lambda x: torch.softmax(x, dim=-1),
@@ -193,7 +207,8 @@ EXERCISES = [
                       "torch.softmax, F.softmax and .softmax() are the softmax itself, log_softmax "
                       "its logarithm",
              piece=Piece(fills="model", order=3,
-                         call='softmax(x) over the last dimension, stable (your attention calls it)')),
+                         call='softmax(x) over the last dimension, stable (your attention calls it)'),
+             optional=True),
     Exercise(name="attention", notebook="03",
              teaches="scaled dot-product attention, with the mask, returning its weights",
              difficulty=3, minutes=20, solution=my_attention, reference=attention, cases=_attention_cases,
@@ -237,10 +252,13 @@ EXERCISES = [
                  "raised": "split first, (B, T, H·hd) → view(B, T, H, hd) → transpose(1, 2) → "
                            "(B, H, T, hd): RoPE and attention work on each head's (T, hd)"}},
              library=refused((MultiHeadAttention.forward, "minitf.MultiHeadAttention (its forward)"),
-                             F.multi_head_attention_forward, nn.MultiheadAttention.forward),
+                             F.multi_head_attention_forward, nn.MultiheadAttention.forward,
+                             on_face(attention)),
              own_work="attn.qkv, attn.out, attn.rotate, .view, .transpose, .reshape and your "
                       "my_attention and my_causal_mask are fine (the heads are the exercise): the "
-                      "module's own forward is the answer itself",
+                      "module's own forward is the answer itself, and the heads go around your "
+                      "attention, not minitf.attention",
              piece=Piece(fills="model", order=5,
-                         call='multi_head_attention(attn, x, cos, sin) → (output, weights): the projections and heads around your attention')),
+                         call='multi_head_attention(attn, x, cos, sin) → (output, weights): the projections and heads around your attention'),
+             optional=True),
 ]

@@ -263,7 +263,8 @@ EXERCISES = [
                              on_face(LayerNorm.formula)),
              own_work="x.mean, x.var(unbiased=False), torch.sqrt and torch.rsqrt are fine (the "
                       "formula is the exercise): F.layer_norm and nn.LayerNorm are LayerNorm itself",
-             piece=Piece(fills="model", order=6, call='layer_norm(x, weight, bias, eps)')),
+             piece=Piece(fills="model", order=6, call='layer_norm(x, weight, bias, eps)'),
+             optional=True),
     Exercise(name="rms_norm", notebook="04", teaches="RMSNorm: LayerNorm without the centring and without β",
              difficulty=1, minutes=5,
              solution=my_rms_norm, reference=lambda x, w, eps: F.rms_norm(x, w.shape, w, eps),
