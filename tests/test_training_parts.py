@@ -393,7 +393,7 @@ def assert_08s_run_holds_its_sentences(cells, run=True):
     if not run:
         return
     # the renumbering prediction's answer: "almost every output byte becomes the answer for the next input byte"
-    moved = printed(cells, results=True, containing="renumbered(as_minitf, val_pairs, offset=1)")
+    moved = printed(cells, results=True, containing="renumbering(as_minitf, val_pairs, offset=1)")
     before = re.search(r"without the change (\d+)% right", moved)
     after = re.search(r"numbered one further on: (\d+)% are the byte for input k \+ 1, (\d+)% the byte for input k",
                       moved)
