@@ -50,7 +50,7 @@ class SeedSpread:
         stalled = "; ".join(f"seed {s} ends at {e:.0%}" for s, e in self.final().items() if solved[s] is None)
         return (f"first step with exact match ≥ 50 %: {min(half.values())}–{max(half.values())}\n"
                 f"reached 99 %: {sum(s is not None for s in solved.values())} of {len(solved)} starts; {stalled}\n"
-                f"seed {yours} (yours) reached 99 % at step {solved[yours]}")
+                f"seed {yours}, yours, among those that reached 99 %: {solved[yours] is not None}")
 
 
 def load(path: str | Path = STORED) -> SeedSpread:

@@ -1,6 +1,6 @@
 """What notebook 08 shows of the shift model it trains with the learner's code: its loss beside the
-baselines only a model that finds the right input byte can beat, and which of its heads look exactly
-n positions back, at the byte they shift.
+baselines only a model that finds the right input byte can beat, its held-out exact match, and which
+of its heads look exactly n positions back, at the byte they shift.
 """
 from __future__ import annotations
 
@@ -26,6 +26,13 @@ def plot_loss(history: dict, baselines: dict, title: str = "Your model learns to
     ax.set(xlabel="training step", ylabel="loss (nats per output byte, log scale)", yscale="log", title=title)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5))
     return fig
+
+
+def held_out(history: dict) -> str:
+    """The last evaluation's exact match and loss, and the exact match at each evaluation."""
+    final = history["val"][-1]
+    return (f"held-out exact match {final['exact_match']:.1%}, loss {final['loss']:.3f}; by step: "
+            + ", ".join(f"{v['step']}: {v['exact_match']:.0%}" for v in history["val"]))
 
 
 def diagonal_heads(model, text: bytes) -> None:
