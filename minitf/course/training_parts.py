@@ -230,6 +230,7 @@ def renumbered(model, pairs, offset: int = 1) -> dict:
 def renumbering(model, pairs, offset: int = 1) -> str:
     """`renumbered`'s shares in two lines: what notebook 08's prediction is about."""
     moved = renumbered(model, pairs, offset)
+    further = "one" if offset == 1 else str(offset)
     return (f"{moved['bytes']} output bytes; without the change {moved['before']:.0%} right\n"
-            f"numbered {'one' if offset == 1 else offset} further on: {moved['moved']:.0%} are the byte for input k + {offset}, "
+            f"numbered {further} further on: {moved['moved']:.0%} are the byte for input k + {offset}, "
             f"{moved['unmoved']:.0%} the byte for input k")
