@@ -379,8 +379,8 @@ def assert_08s_run_holds_its_sentences(cells, run=True):
     """The claims 08 makes about its trained model, which its cells print (no assert in view). The
     renumbering is a predict cell, stored without output: only a run (`run`) holds its answer."""
     # "2,920 parameters ... learn to shift held-out strings with your code in 300 steps"
-    final = re.search(r"held-out exact match (\d+\.\d)%, loss", printed(cells, results=True, containing="held-out exact match {final"))
-    assert final and float(final.group(1)) >= 99.0, printed(cells, results=True, containing="held-out exact match {final")
+    final = re.search(r"held-out exact match (\d+\.\d)%, loss", printed(cells, results=True, containing="shift_run.held_out(history)"))
+    assert final and float(final.group(1)) >= 99.0, printed(cells, results=True, containing="shift_run.held_out(history)")
     # the model on a few inputs: every one shifted right
     lines = [line for line in printed(cells, results=True, containing="shifted = minitf.generate(model, text)").splitlines() if " → " in line]
     assert len(lines) == 6
@@ -393,7 +393,7 @@ def assert_08s_run_holds_its_sentences(cells, run=True):
     if not run:
         return
     # the renumbering prediction's answer: "almost every output byte becomes the answer for the next input byte"
-    moved = printed(cells, results=True, containing="renumbered(as_minitf, val_pairs, offset=1)")
+    moved = printed(cells, results=True, containing="renumbering(as_minitf, val_pairs, offset=1)")
     before = re.search(r"without the change (\d+)% right", moved)
     after = re.search(r"numbered one further on: (\d+)% are the byte for input k \+ 1, (\d+)% the byte for input k",
                       moved)

@@ -29,6 +29,7 @@ TRAINING = ("output_loss", "clip_gradients", "train_step", "train_loop")
 
 # an optional piece not written: the library's own, in one line the file can run
 LIBRARY_LINES = {
+    "output_loss": "from minitf import masked_loss as my_output_loss  # optional, not written: minitf's own",
     "clip_gradients": "from torch.nn.utils import clip_grad_norm_ as my_clip_gradients  "
                       "# optional, not written: PyTorch's own",
 }
@@ -144,6 +145,13 @@ def write(*checked) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(source(*checked), encoding="utf-8")
     return path
+
+
+def modules(path: Path) -> str:
+    """The file's length and its modules, the part notebook 08's class exercises wrote."""
+    text = path.read_text(encoding="utf-8")
+    shown = text[text.index("class MyAttention"):text.index("# --- your training")].rstrip()
+    return f"your file, my_parts/{path.name}: {len(text.splitlines())} lines\n\n{shown}"
 
 
 def load(path: Path | None = None) -> dict:

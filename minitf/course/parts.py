@@ -29,7 +29,8 @@ from .check_report import CheckReport
 from .exercises import run_check
 from .feedback import ExerciseError
 from .my_parts import PIECES, Parts, calling, folder, mine, save  # noqa: F401  (minitf.parts.mine, …)
-from .learner_file import my_model, write as model_file  # noqa: F401  (your file: minitf.parts.model_file())
+# your file: minitf.parts.model_file() writes it, minitf.parts.modules_of(path) shows its modules
+from .learner_file import modules as modules_of, my_model, write as model_file  # noqa: F401
 
 # --- the modules that call your functions ----------------------------------------------------------
 

@@ -80,7 +80,7 @@ def reference(piece: str) -> Callable:
 def mine(fallback: Callable[[str], Callable] | None = reference) -> TrainingParts:
     """Your saved training pieces (my_parts/, as `minitf.parts.mine` loads the model's); the
     required ones you have not saved come from `fallback(name)`, by default the reference solutions,
-    the optional ones (clipping, the schedule, AdamW) from the library."""
+    the optional ones (the loss, clipping, the schedule, AdamW) from the library."""
     found, origin = my_parts.load_saved(TRAINING_PIECES, fallback)
     return TrainingParts(**found, origin=origin)
 
@@ -225,3 +225,12 @@ def renumbered(model, pairs, offset: int = 1) -> dict:
             counts["moved"] += int(after[row, n + k]) == pair.output[k + offset]
             counts["unmoved"] += int(after[row, n + k]) == pair.output[k]
     return {name: value / max(1, n_rows) for name, value in counts.items()} | {"bytes": n_rows}
+
+
+def renumbering(model, pairs, offset: int = 1) -> str:
+    """`renumbered`'s shares in two lines: what notebook 08's prediction is about."""
+    moved = renumbered(model, pairs, offset)
+    further = "one" if offset == 1 else str(offset)
+    return (f"{moved['bytes']} output bytes; without the change {moved['before']:.0%} right\n"
+            f"numbered {further} further on: {moved['moved']:.0%} are the byte for input k + {offset}, "
+            f"{moved['unmoved']:.0%} the byte for input k")

@@ -4,7 +4,7 @@ much *when* depends on the random start.
 
     spread = minitf.experiments.train_seeds.load()
     spread.first_step(0.5)     # {seed: the first measured step with exact match >= 50 %}
-    spread.plot(ax)            # every seed's curve
+    print(spread.summary())    # what notebook 08 prints
 """
 from __future__ import annotations
 
@@ -44,15 +44,13 @@ class SeedSpread:
         """{seed: exact match at the last step}."""
         return {r["seed"]: r["exact_match"][-1] for r in self.runs}
 
-    def plot(self, ax, highlight: int | None = None):
-        """Every seed's exact match against the step; `highlight` drawn thicker."""
-        for r in self.runs:
-            mine = r["seed"] == highlight
-            ax.plot(r["steps"], r["exact_match"], lw=2.4 if mine else 1.0, alpha=1.0 if mine else 0.55,
-                    color="tab:orange" if mine else "tab:blue",
-                    label=f"seed {r['seed']}" if mine else None)
-        ax.set(xlabel="training step", ylabel="held-out exact match", ylim=(-0.03, 1.03))
-        return ax
+    def summary(self, yours: int = 1) -> str:
+        """When exact match first passes 50 %, and which starts reach 99 %: what 08's sentence says."""
+        half, solved = self.first_step(0.5), self.first_step(0.99)
+        stalled = "; ".join(f"seed {s} ends at {e:.0%}" for s, e in self.final().items() if solved[s] is None)
+        return (f"first step with exact match ≥ 50 %: {min(half.values())}–{max(half.values())}\n"
+                f"reached 99 %: {sum(s is not None for s in solved.values())} of {len(solved)} starts; {stalled}\n"
+                f"seed {yours}, yours, among those that reached 99 %: {solved[yours] is not None}")
 
 
 def load(path: str | Path = STORED) -> SeedSpread:

@@ -29,7 +29,7 @@ def test_the_check_shows_the_float32_rounding_the_answer_talks_about():
 
 
 def test_the_learners_file_is_printed_with_its_length_and_its_modules():
-    shown = printed(NOTEBOOK, containing="path = minitf.parts.model_file()")
+    shown = printed(NOTEBOOK, containing="minitf.parts.modules_of(")
     lines = numbers(shown.splitlines()[0], after="model.py:")[0]   # "your file, my_parts/model.py: 160 lines"
     assert 100 <= lines <= 250, lines
     assert [name for name in re.findall(r"^class (\w+)\(nn\.Module\)", shown, re.M)] == \

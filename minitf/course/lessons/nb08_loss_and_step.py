@@ -192,7 +192,8 @@ EXERCISES = [
                       "mask and the mean are the exercise): F.cross_entropy and minitf.masked_loss are "
                       "the loss itself",
              piece=Piece(fills="training", order=0,
-                         call='output_loss(logits, targets) → mean cross-entropy over the output part')),
+                         call='output_loss(logits, targets) → mean cross-entropy over the output part'),
+             optional=True),  # issue 42: it re-derives F.cross_entropy(..., ignore_index=IGNORE)
     Exercise(name="train_step", notebook="08",
              teaches="one training step: zero_grad, forward, loss, backward, clip, step",
              difficulty=2, minutes=10, solution=my_train_step, reference=_minitf_train_step,
