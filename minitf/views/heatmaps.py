@@ -92,13 +92,14 @@ def ring_hits(weights: list[torch.Tensor], layer: int, head: int, task: str, n_i
     return int(hits.sum())
 
 
-def plot_ring(weights: list[torch.Tensor], labels: list[str], layer: int, head: int, task: str, pair):
-    """One head large, with a red ring where each output row should look for `task`; prints
-    ring_hits. A Figure."""
-    fig = plot_attention(weights, labels, [layer], [head], size=7)
-    mark_sources(fig.axes[0], task, len(pair.input), len(pair.output))
-    fig.axes[0].legend(loc="upper right", fontsize=9)
-    ring_hits(weights, layer, head, task, len(pair.input))
+def plot_ring(weights: list[torch.Tensor], labels: list[str], task: str, pair, **grid):
+    """Every layer and head (plot_attention, with `grid`'s options), each with a red ring where an
+    output row doing `task` should look. A Figure."""
+    fig = plot_attention(weights, labels, **grid)
+    for ax in fig.axes:
+        if ax.get_visible() and ax.get_title().startswith("layer"):
+            mark_sources(ax, task, len(pair.input), len(pair.output))
+    fig.axes[0].legend(loc="upper right", fontsize=8)
     return fig
 
 

@@ -78,7 +78,7 @@ def test_06_every_layer_1_head_of_shift_finds_the_source_and_no_layer_0_head_doe
 def test_06_input_rows_rest_on_byte_0_and_layer_0_head_2_reads_the_tab():
     """"In layer 1 the input rows … put most of their weight on column 0"; "Layer 0, head 2 puts a
     large share of every output row's weight on the TAB column"; the ring: every output row hits."""
-    ring, sink, tab = printed(NB06, containing='plot_ring(weights, labels, 1, 2').splitlines()
+    ring, sink, tab = printed(NB06, containing='ring_hits(weights, 1, 2').splitlines()
     hits, rows = numbers(ring)
     assert hits == rows                                      # every output row hits the ring
     assert min(numbers(sink, after="byte 0:")[1::2]) > 0.5   # (head, weight) pairs
@@ -86,7 +86,7 @@ def test_06_input_rows_rest_on_byte_0_and_layer_0_head_2_reads_the_tab():
 
 
 def test_06_what_layer_1_reads_at_the_input_rows_moves_no_output_logit():
-    assert numbers(printed(NB06, containing="mine = heatmaps.model_input(pair)"), after="logit:")[0] < 1e-5
+    assert numbers(printed(NB06, containing="mine, other = heatmaps.model_input(pair)"), after="logit:")[0] < 1e-5
 
 
 def ablation_rows() -> dict[str, dict[str, float]]:
