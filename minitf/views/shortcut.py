@@ -1,6 +1,7 @@
-"""The content shortcut of shift_uniform.pt, looked at and tested (notebook 06).
+"""The content shortcut of shift_uniform.pt, found (notebook 05), looked at and tested (notebook 06).
 
-Notebook 05 found that the model trained on random inputs writes `Ifmp` for `Hello`: row 8 of
+The model trained on random inputs writes `Ifmp` for `Hello` and fails where a byte is doubled
+(`by_repeats`). Row 8 of
 `Hello⇥Ifmmp` must give the second `m`, whose source is the second `l` (column 3), and it looks at
 the `o` after it instead, as if it looked by content for "the byte after an `l`". Each function here
 draws or prints one step of testing that story: the row beside a model without the shortcut, one
@@ -13,7 +14,7 @@ import torch
 
 from ..core.checkpoint import checkpoint_pairs
 from ..core.data import Pair, make_pairs, shift_bytes
-from ..core.evaluate import teacher_forced_exact_match
+from ..core.evaluate import evaluate, teacher_forced_exact_match
 from ..core.generate import generate
 from ..core.heads import patch_heads
 from ..core.tokens import show
@@ -84,9 +85,27 @@ def doubled_bytes(model, n: int = 200, seed: int = 21) -> dict[str, float]:
     byte: prints and returns each one's exact match."""
     seen = [p.input for p in checkpoint_pairs(model, n_val=0)[0]]
     doubled = [p for p in make_pairs("shift", 3000, seed=seed, exclude=seen)
-               if any(a == b for a, b in zip(p.input, p.input[1:]))][:n]
+               if doubled(p.input)][:n]
     found = {}
     for heads, what in VOTERS:
         found[what] = teacher_forced_exact_match(mean_ablated(model, heads), doubled)
         print(f"{what:20s} exact match on {len(doubled)} inputs with a doubled byte: {found[what]:.0%}")
     return found
+
+
+def doubled(text: bytes) -> bool:
+    """The same byte twice in a row (`ll`)."""
+    return any(a == b for a, b in zip(text, text[1:]))
+
+
+def by_repeats(models: dict, pairs: list[Pair]) -> None:
+    """Each model's exact match on `pairs` split by how their input bytes repeat (all distinct;
+    repeats, none doubled; a byte doubled), and what each writes for `Hello`."""
+    groups = {"all bytes distinct": [p for p in pairs if len(set(p.input)) == len(p.input)],
+              "repeats, none doubled": [p for p in pairs if len(set(p.input)) < len(p.input) and not doubled(p.input)],
+              "a byte doubled (ll)": [p for p in pairs if doubled(p.input)]}
+    print(f"{'':22s} {'pairs':>5s}   " + "   ".join(models))
+    for name, group in groups.items():
+        print(f"{name:22s} {len(group):5d}   " + "   ".join(
+            f"{evaluate(model, group)['exact_match']:{len(label)}.0%}" for label, model in models.items()))
+    print("Hello → " + ", ".join(f"{show(generate(model, b'Hello'))} ({label})" for label, model in models.items()))

@@ -312,7 +312,7 @@ def test_05_tiny_pt_held_out_loss_rises_while_training_loss_falls():
     assert curves.val_loss == sorted(curves.val_loss) and curves.val_loss[-1] - curves.val_loss[0] > 0.1
     assert curves.recent_train_loss(100) < curves.val_loss[0] - 0.2
     assert minitf.load("data/checkpoints/tiny.pt").metadata["val"]["exact_match"] == 0
-    held_out, training = printed(NB05, "tiny_long = ").splitlines()
+    held_out, training = printed(NB05, containing="checkpoints/tiny.pt").splitlines()
     assert numbers(held_out, after="→") == [round(v, 2) for v in curves.val_loss]
     assert numbers(training, after="steps:") == [round(curves.recent_train_loss(100), 2)]
 
