@@ -303,23 +303,6 @@ def draw_attention_flow(config, B: int = 1, T: int = 5):
     return fig
 
 
-def plot_copy_gaps(watched: dict, every: int = 5):
-    """The gap between a widened model's two copies during training, one line per noise of the
-    split: watched is noise → gaps (experiments.exact_copies.train_watching_copies). A matplotlib Figure."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 3.6))
-    ax = fig.subplots()
-    for noise, gaps in watched.items():
-        ax.plot(range(0, every * len(gaps), every), gaps, lw=2.5, marker="o", ms=3,
-                label=f"noise {noise}" + (" (exact copies)" if noise == 0 else " (noisy split)"))
-    ax.set_xlabel("training step after widening", fontsize=10)
-    ax.set_ylabel("largest gap between the copies", fontsize=10)
-    ax.set_title("Exact copies stay copies; the noisy split lets them part", fontsize=11)
-    ax.legend(fontsize=9)
-    return fig
-
-
 def draw_widen(W: torch.Tensor, k: int = 2):
     """A figure of W beside widen_weight(W, k): the k×k grid of blocks W/k, one colour scale for both
     (diverging, centred on 0) with a colorbar, every entry written in its cell."""
