@@ -292,7 +292,7 @@ def test_recipe_md_quotes_the_repeat_shares_of_20000_uniform_inputs():
 
 def test_05_the_data_holds_450_and_75_pairs_following_the_rule_with_no_shared_input():
     # the files themselves: test_data's test_shipped_data_is_clean_and_held_out
-    lines = printed(NB05, "train_pairs = ").splitlines()
+    lines = printed(NB05, "train_pairs, val_pairs = ").splitlines()
     assert numbers(lines[0]) == [450, 75]
     assert numbers(lines[-1]) == [525, 525, 0]      # all follow the rule; no validation input in training
 
