@@ -116,24 +116,6 @@ def test_a_curve_that_coincides_with_a_later_one_stays_visible():
     assert covered > 0.4 * alone, (covered, alone)
 
 
-def test_the_missing_half_figure_labels_do_not_collide():
-    """Notebook 07's left panel: six bars' labels two lines each ("attention" beside "stream" touched)."""
-    from minitf.core.origami import widen
-    from minitf.experiments.results import GROWTH_START
-    from minitf.views.trace import trace
-
-    tiny = minitf.load(GROWTH_START)
-    seq = torch.tensor([list(b"Hello\tIfmmp")])
-    exact = widen(tiny, 2, noise=0.0, inputs=seq).model
-    t0 = trace(exact, seq)
-    fig = figures.plot_missing_half(t0, t0, {"none": 4.1, "FFN": 4.7, "all": 6.1})
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].get_xticklabels()]
-    assert len(boxes) == 6
-    for a, b in zip(boxes, boxes[1:]):
-        assert a.x1 + 2 < b.x0, (a, b)  # at least 2 px of space between neighbours
-
-
 def test_copied_layer_draws_w_x_and_the_plain_copies_output_with_a_key():
     """07's predict figure: the grid of plain copies (no 1/k) applied to k copies of x gives k·W x."""
     W = torch.tensor([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]])

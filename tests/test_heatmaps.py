@@ -242,18 +242,6 @@ def test_plot_attention_wraps_panels_into_columns():
     assert min(t.get_fontsize() for ax in shown for t in ax.get_yticklabels()) >= 9
 
 
-def test_plot_ablation_draws_each_heads_exact_match_with_a_key_per_layer():
-    exact = {(task, l, h): (l * 4 + h) / 10 + (task == "reverse") * 0.05
-             for task in ("shift", "reverse") for l in range(2) for h in range(4)}
-    fig = heatmaps.plot_ablation(exact)
-    axes = [ax for ax in fig.axes if ax.patches]
-    assert [ax.get_title() for ax in axes] == ["shift", "reverse"]
-    for ax, task in zip(axes, ("shift", "reverse")):
-        heights = [round(p.get_height(), 6) for p in ax.patches]
-        assert heights == [round(100 * exact[task, l, h], 6) for l in range(2) for h in range(4)]
-    assert [t.get_text() for t in axes[-1].get_legend().get_texts()] == ["a head of layer 0", "a head of layer 1"]
-
-
 def test_load_task_models_gives_held_out_pairs_the_run_never_trained_on():
     models, held_out = heatmaps.load_task_models(("shift", "reverse"), n_val=12, folder="data/checkpoints")
     assert set(models) == set(held_out) == {"shift", "reverse"}

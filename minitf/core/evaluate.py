@@ -73,3 +73,12 @@ def exact_match_by_length(model, pairs: list[Pair]) -> dict[int, float]:
         count[len(p.input)] += 1
         right[len(p.input)] += out == p.output
     return {n: right[n] / count[n] for n in sorted(count)}
+
+
+def teacher_forced_exact_match(model, pairs: list[Pair]) -> float:
+    """The fraction of pairs whose every output byte and EOS is the model's top choice given the
+    true bytes before it: greedy generation's exact match, in one forward pass."""
+    ids, targets = make_batch(pairs)
+    with torch.no_grad():
+        top = model.eval()(ids).argmax(-1)
+    return ((top == targets) | (targets == IGNORE)).all(-1).sum().item() / len(pairs)

@@ -12,23 +12,14 @@ import numbers
 
 import torch
 
-from ..core.data import Pair, make_batch
-from ..core.tokens import IGNORE
+from ..core.data import Pair
+from ..core.evaluate import teacher_forced_exact_match  # noqa: F401 (notebook 06 calls it from here)
 from ..core.heads import ablate_heads
 from .feedback import ExerciseError
 
 HINT = ("inside the loop, ablated = my_ablate_head(model, layer, head) (a fresh copy of the whole "
         "model each time), then found[(layer, head)] = exact_match(ablated, pairs), with the "
         "held-out pairs of the model's own task")
-
-
-def teacher_forced_exact_match(model, pairs: list[Pair]) -> float:
-    """The fraction of pairs whose every output byte and EOS is the model's top choice given the
-    true bytes before it: greedy generation's exact match, in one forward pass."""
-    ids, targets = make_batch(pairs)
-    with torch.no_grad():
-        top = model.eval()(ids).argmax(-1)
-    return ((top == targets) | (targets == IGNORE)).all(-1).sum().item() / len(pairs)
 
 
 def census(model, pairs: list[Pair], cumulative: bool = False) -> dict[tuple[int, int], float]:

@@ -156,49 +156,6 @@ def plot_bytes_read(bits, spans, baseline: tuple[str, float] | None = None, titl
     return fig
 
 
-def plot_missing_half(exact, naive, losses: dict):
-    """Origami without the 1/k (notebook 07, section 3). Left: the size (RMS) of each layer's
-    attention output, FFN output and the stream leaving the block, in two `trace`s of the same
-    sequence: the exact ×2 widening and the recipe of copies, every ½ left out. Right: the held-out
-    loss with each part's weights doubled (`losses`: part → loss; "none" is the exact widening,
-    "all" the recipe of copies). A matplotlib Figure."""
-    from matplotlib.figure import Figure
-
-    def rms(t):
-        return t.pow(2).mean().sqrt().item()
-
-    labels, sizes = [], {"exact ×2 (with ½)": [], "copies without ½": []}
-    for l, (a, b) in enumerate(zip(exact.layers, naive.layers)):
-        for name, part in (("attn", "attn_out"), ("FFN", "ffn_out"), ("stream", "output")):
-            labels.append(f"{name}\nlayer {l}")  # "attn": "attention" beside "stream" collided
-            sizes["exact ×2 (with ½)"].append(rms(getattr(a, part)))
-            sizes["copies without ½"].append(rms(getattr(b, part)))
-    fig = Figure(figsize=(7.6, 3.6), layout="constrained")
-    left, right = fig.subplots(1, 2, width_ratios=[1.6, 1])
-    for i, (name, ys) in enumerate(sizes.items()):
-        left.bar([x + (i - 0.5) * 0.38 for x in range(len(labels))], ys, width=0.38, label=name,
-                 color=["tab:blue", "tab:orange"][i])
-    left.set_xticks(range(len(labels)), labels, fontsize=9)
-    left.set_yscale("log")
-    left.set_ylabel("size (RMS, log scale)", fontsize=9)
-    left.set_title("Branches grow, LayerNorm resets the stream", fontsize=10)
-    left.set_xlabel("attention (attn) and FFN outputs; the stream leaving each block", fontsize=9)
-    left.tick_params(labelsize=9)
-    left.legend(fontsize=9)
-    parts = [p for p in losses if p != "none"]
-    right.barh(range(len(parts)), [losses[p] for p in parts],
-               color=["tab:red" if p == "all" else "tab:orange" for p in parts])
-    right.axvline(losses["none"], color="tab:blue", ls="--", lw=2, label=f"exact ×2: {losses['none']:.2f}")
-    right.set_yticks(range(len(parts)), [f"{p} doubled" for p in parts], fontsize=9)
-    right.invert_yaxis()
-    right.set_xlim(0.85 * losses["none"], None)
-    right.set_xlabel("held-out loss (nats)", fontsize=9)
-    right.set_title("What each missing ½ costs", fontsize=10)
-    right.tick_params(labelsize=9)
-    right.legend(fontsize=9, loc="lower right")
-    return fig
-
-
 def plot_logged(metrics: dict, names=("train_loss", "val_loss")):
     """Logged losses against the step they were logged at, one marked line per metric and its
     count of points in the legend (a logger that writes every 50 steps draws 4 points of 200).
@@ -351,28 +308,11 @@ def draw_attention_flow(config, B: int = 1, T: int = 5):
     return fig
 
 
-def plot_copy_gaps(watched: dict, every: int = 5):
-    """The gap between a widened model's two copies during training, one line per noise of the
-    split: watched is noise → gaps (experiments.exact_copies.train_watching_copies). A matplotlib Figure."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 3.6))
-    ax = fig.subplots()
-    for noise, gaps in watched.items():
-        ax.plot(range(0, every * len(gaps), every), gaps, lw=2.5, marker="o", ms=3,
-                label=f"noise {noise}" + (" (exact copies)" if noise == 0 else " (noisy split)"))
-    ax.set_xlabel("training step after widening", fontsize=10)
-    ax.set_ylabel("largest gap between the copies", fontsize=10)
-    ax.set_title("Exact copies stay copies; the noisy split lets them part", fontsize=11)
-    ax.legend(fontsize=9)
-    return fig
-
-
 def draw_widen(W: torch.Tensor, k: int = 2):
     """A figure of W beside widen_weight(W, k): the k×k grid of blocks W/k, one colour scale for both
     (diverging, centred on 0) with a colorbar, every entry written in its cell."""
-    import matplotlib.pyplot as plt
     from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.figure import Figure
 
     from ..core.origami import widen_weight
 
@@ -382,8 +322,8 @@ def draw_widen(W: torch.Tensor, k: int = 2):
     limit = max(W.abs().max().item(), 1e-12)
     norm = TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
     cell = 0.62
-    fig, axes = plt.subplots(1, 2, figsize=(cell * (inp + k * inp) + 3.2, cell * k * out + 1.6),
-                             gridspec_kw={"width_ratios": [inp, k * inp]})
+    fig = Figure(figsize=(cell * (inp + k * inp) + 3.2, cell * k * out + 1.6))
+    axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [inp, k * inp]})
     for ax, M, title in ((axes[0], W, f"W  ({out}×{inp})"),
                          (axes[1], wide, f"widen_weight(W, {k})  ({k * out}×{k * inp}): "
                                          f"{k}×{k} blocks of W/{k}")):

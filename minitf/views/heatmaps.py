@@ -75,6 +75,34 @@ def head_scores(model, pairs: list[Pair], task: str) -> torch.Tensor:
     return hits / total
 
 
+def show_head_scores(model, pairs: list[Pair], task: str) -> torch.Tensor:
+    """head_scores, printed a line per layer ("head 2 100%"); returns them."""
+    scores = head_scores(model, pairs, task)
+    print("share of output bytes whose row has its largest weight on the source byte")
+    for layer, row in enumerate(scores):
+        print(f"layer {layer}:", "   ".join(f"head {h} {s:4.0%}" for h, s in enumerate(row)))
+    return scores
+
+
+def ring_hits(weights: list[torch.Tensor], layer: int, head: int, task: str, n_input: int) -> int:
+    """Print and return how many of one pair's output rows have head (layer, head)'s largest weight
+    on the source byte (the ring mark_sources draws)."""
+    hits = head_hits(weights[layer], n_input, task)[head]
+    print(f"this example: {int(hits.sum())} of {len(hits)} output rows have their largest weight on the ring")
+    return int(hits.sum())
+
+
+def plot_ring(weights: list[torch.Tensor], labels: list[str], task: str, pair, **grid):
+    """Every layer and head (plot_attention, with `grid`'s options), each with a red ring where an
+    output row doing `task` should look. A Figure."""
+    fig = plot_attention(weights, labels, **grid)
+    for ax in fig.axes:
+        if ax.get_visible() and ax.get_title().startswith("layer"):
+            mark_sources(ax, task, len(pair.input), len(pair.output))
+    fig.axes[0].legend(loc="upper right", fontsize=8)
+    return fig
+
+
 LABEL_PX = 12.5  # the smallest tick label font, in pixels at the notebooks' 110 dpi: capitals of
 # the monospace font are 0.73 of it, 9 px; a panel needs LABEL_PX per byte for the labels not to touch
 
@@ -184,28 +212,6 @@ def plot_heads(panels: list[tuple[str, torch.Tensor]], labels: list[str], size: 
     fig.colorbar(image, cax=cax).set_label("attention weight (each row sums to 1)", fontsize=9)
     fig.supylabel("attending position (row t predicts byte t+1)", fontsize=9, x=0.12 / width)
     fig.supxlabel("attended position", fontsize=9, y=0.08 / height)
-    return fig
-
-
-def plot_ablation(exact: dict, tasks=("shift", "reverse"), n_layers: int = 2, n_heads: int = 4):
-    """Held-out exact match with one head switched off, a bar per head and a panel per task:
-    exact[(task, layer, head)] in [0, 1]. Layers get a colour each, with a key."""
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch
-
-    colours = ["tab:orange", "tab:purple", "tab:green", "tab:blue"]
-    heads = [(l, h) for l in range(n_layers) for h in range(n_heads)]
-    fig = Figure(figsize=(9, 3.4), layout="constrained")
-    axes = fig.subplots(1, len(tasks), sharey=True, squeeze=False)[0]
-    for ax, task in zip(axes, tasks):
-        ax.bar(range(len(heads)), [100 * exact[task, l, h] for l, h in heads],
-               color=[colours[l % len(colours)] for l, h in heads])
-        ax.set_xticks(range(len(heads)), [f"{l}.{h}" for l, h in heads], fontsize=9)
-        ax.axhline(100, color="grey", ls=":", lw=1)
-        ax.set(title=task, xlabel="head switched off (layer.head)")
-    axes[0].set_ylabel("held-out exact match (%)")
-    axes[-1].legend(handles=[Patch(color=colours[l % len(colours)], label=f"a head of layer {l}")
-                             for l in range(n_layers)], fontsize=9, loc="upper left")
     return fig
 
 

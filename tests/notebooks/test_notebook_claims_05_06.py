@@ -78,7 +78,7 @@ def test_06_every_layer_1_head_of_shift_finds_the_source_and_no_layer_0_head_doe
 def test_06_input_rows_rest_on_byte_0_and_layer_0_head_2_reads_the_tab():
     """"In layer 1 the input rows … put most of their weight on column 0"; "Layer 0, head 2 puts a
     large share of every output row's weight on the TAB column"; the ring: every output row hits."""
-    ring, sink, tab = printed(NB06, containing='labels, [1], [2]').splitlines()
+    ring, sink, tab = printed(NB06, containing='ring_hits(weights, 1, 2').splitlines()
     hits, rows = numbers(ring)
     assert hits == rows                                      # every output row hits the ring
     assert min(numbers(sink, after="byte 0:")[1::2]) > 0.5   # (head, weight) pairs
@@ -86,13 +86,13 @@ def test_06_input_rows_rest_on_byte_0_and_layer_0_head_2_reads_the_tab():
 
 
 def test_06_what_layer_1_reads_at_the_input_rows_moves_no_output_logit():
-    assert numbers(printed(NB06, containing="mine = heatmaps.model_input(pair)"), after="logit:")[0] < 1e-5
+    assert numbers(printed(NB06, containing="mine, other = heatmaps.model_input(pair)"), after="logit:")[0] < 1e-5
 
 
 def ablation_rows() -> dict[str, dict[str, float]]:
     """task → {"all": exact match with every head, "l.h": without that head}, as 06 printed them."""
     rows = {}
-    for line in printed(NB06, containing="ablation = {}").splitlines():
+    for line in printed(NB06, containing="head_ablation.print_rows").splitlines():
         task = line.split()[0]
         rows[task] = {"all": percents(line)[0],
                       **{h: int(x) / 100 for h, x in re.findall(r"(\d\.\d)\s+(\d+)%", line)}}
@@ -115,7 +115,7 @@ def test_06_zeroed_against_mean_as_the_reveal_and_caveats_say():
     """"Head 0.1 of reverse and head 0.2 of shift leave almost nothing right either way"; head 1.0 of
     reverse "nothing right when zeroed, but about half the outputs when its mean replaces it"; its
     mean over every row "leaves few outputs right"."""
-    text = printed(NB06, containing='replaced by its mean")')
+    text = printed(NB06, containing="print_table(zeroed, mean)")
     table = {m[0]: [int(x) / 100 for x in m[1:]] for m in
              re.findall(r"head (\d\.\d)\s+shift\s+(\d+)%\s+(\d+)%\s+reverse\s+(\d+)%\s+(\d+)%", text)}
     assert len(table) == 8
@@ -130,16 +130,9 @@ def test_06_zeroed_against_mean_as_the_reveal_and_caveats_say():
 def test_06_the_ablation_claims_hold_recomputed_on_this_cpu():
     """06's ablation cells are nbval-ignore-output (one pair of 40 may flip between CPUs): the same
     claims, recomputed here rather than read from the stored run."""
-    from minitf.course.head_census import teacher_forced_exact_match as exact
+    from minitf.experiments.head_ablation import ablation
     models, held_out = heatmaps.load_task_models(("shift", "reverse"), n_val=40, folder="data/checkpoints")
-    zeroed, mean = {}, {}
-    for task, model in models.items():
-        ids, targets = minitf.make_batch(held_out[task])
-        for l in range(2):
-            for h in range(4):
-                zeroed[task, l, h] = exact(minitf.ablate_heads(model, [(l, h)]), held_out[task])
-                mean[task, l, h] = exact(minitf.mean_ablate_heads(model, [(l, h)], ids, targets != minitf.IGNORE),
-                                         held_out[task])
+    zeroed, mean = ablation(models, held_out), ablation(models, held_out, mean=True)
     assert zeroed["shift", 0, 2] == 0 and 0.2 <= zeroed["shift", 1, 1] <= 0.45
     assert all(zeroed["shift", 1, h] > 0.5 for h in (0, 2, 3))
     assert zeroed["reverse", 1, 0] == zeroed["reverse", 0, 1] == 0
@@ -161,7 +154,7 @@ def test_06_patching_head_0_0_at_the_o_restores_the_m_and_no_other_head_does():
     text = printed(NB06, containing='model_input(("Helxo"')
     p = [numbers(line, after="p(m) =")[0] for line in text.splitlines()]
     assert p[0] < 0.05 and p[1] > 0.9 and max(p[2:]) < 0.1
-    runs, *heads = printed("06_attention_heatmaps", "letters = ").splitlines()
+    runs, *heads = printed("06_attention_heatmaps", containing="patch_over_letters(").splitlines()
     assert numbers(runs, after="over")[0] == 25 and len(heads) == 4
     stats = [numbers(line, after="median") for line in heads]   # median, lowest, highest
     assert stats[0][0] > 0.9 and stats[0][1] > 0.1          # raises p(m), to near 1 for most letters
@@ -169,7 +162,7 @@ def test_06_patching_head_0_0_at_the_o_restores_the_m_and_no_other_head_does():
 
 
 def test_06_the_vote_of_layer_1_on_hello_and_hello_hello():
-    lines = printed(NB06, containing='twice, _ = ').splitlines()
+    lines = printed(NB06, containing="shortcut.vote(").splitlines()
     hello, twice = ([tuple(map(float, m)) for m in re.findall(r"1\.\d (\d\.\d\d)/(\d\.\d\d)", line)]
                     for line in lines[1:3])
     assert len(hello) == len(twice) == 4
@@ -185,7 +178,7 @@ def test_06_reverse_head_1_3_looks_best_and_layer_0_head_1_reads_the_tab():
     head 1 the output rows put most of their weight on the TAB column"."""
     scores = scores_by_layer(printed(NB06, containing='head_scores(models["reverse"]'))
     assert scores[1][3] == max(scores[1]) > 0.8 and scores[1][0] < 0.3 and max(scores[0]) < 0.2
-    ring, tab = printed(NB06, containing='labels, [1], [3]').splitlines()
+    ring, tab = printed(NB06, containing='ring_hits(weights, 1, 3').splitlines()
     hits, rows = numbers(ring)
     assert hits / rows >= 0.75
     tab = numbers(tab, after="column:")[1::2]                 # (head, weight) pairs
@@ -299,7 +292,7 @@ def test_recipe_md_quotes_the_repeat_shares_of_20000_uniform_inputs():
 
 def test_05_the_data_holds_450_and_75_pairs_following_the_rule_with_no_shared_input():
     # the files themselves: test_data's test_shipped_data_is_clean_and_held_out
-    lines = printed(NB05, "train_pairs = ").splitlines()
+    lines = printed(NB05, "train_pairs, val_pairs = ").splitlines()
     assert numbers(lines[0]) == [450, 75]
     assert numbers(lines[-1]) == [525, 525, 0]      # all follow the rule; no validation input in training
 
@@ -319,7 +312,7 @@ def test_05_tiny_pt_held_out_loss_rises_while_training_loss_falls():
     assert curves.val_loss == sorted(curves.val_loss) and curves.val_loss[-1] - curves.val_loss[0] > 0.1
     assert curves.recent_train_loss(100) < curves.val_loss[0] - 0.2
     assert minitf.load("data/checkpoints/tiny.pt").metadata["val"]["exact_match"] == 0
-    held_out, training = printed(NB05, "tiny_long = ").splitlines()
+    held_out, training = printed(NB05, containing="checkpoints/tiny.pt").splitlines()
     assert numbers(held_out, after="→") == [round(v, 2) for v in curves.val_loss]
     assert numbers(training, after="steps:") == [round(curves.recent_train_loss(100), 2)]
 
@@ -413,7 +406,7 @@ def test_05_the_two_bigger_models_parameter_counts():
 
 def exact_by_heads():
     """{"all heads": 54, …}, from rows "without 1.2          exact match on 200 inputs with a doubled byte: 7%"."""
-    out = printed("06_attention_heatmaps.ipynb", containing="doubled = [p for")
+    out = printed("06_attention_heatmaps.ipynb", containing="doubled_bytes(")
     rows = [line.split("  ", 1) for line in out.splitlines() if "exact match" in line]
     assert all(numbers(rest, after="exact match on")[0] == 200 for _, rest in rows), out
     return {what: numbers(rest, after="doubled byte:")[0] for what, rest in rows}

@@ -197,7 +197,7 @@ def test_07_no_doubling_compounds_and_each_missing_half_does_damage():
     branches about 4×, the logits up to 2×; each part alone costs loss, all together the most, and
     what each costs, as the sentences after the table say."""
     rows = {}
-    for line in printed("07_origami_expansion", containing="def double(").splitlines()[1:]:
+    for line in printed("07_origami_expansion", containing="missing_half(widen").splitlines()[1:]:
         sizes = re.search(r"\s(\d+\.\d+(?: / \d+\.\d+)?)\s+\d+\.\d\d$", line)
         rows[line[:16].strip()] = ([float(x) for x in sizes[1].split(" / ")] if sizes else [],
                                    float(line.split()[-1]))
@@ -219,7 +219,7 @@ def test_07_no_doubling_compounds_and_each_missing_half_does_damage():
 def test_07_exact_copies_never_part_and_the_noisy_split_parts_steadily():
     """Section 6: "With exact copies the gap is exactly zero at every step … With the noisy split the
     copies start identical too … and part steadily"."""
-    text = printed("07_origami_expansion", "def widened(noise):")
+    text = printed("07_origami_expansion", "watched = {noise")
     lines = text.splitlines()[1:3]
     exact, noisy = ([int(x) for x in re.findall(r"(\d+)%", line)] for line in lines)
     assert lines[0].startswith("  noise 0.0") and lines[0].endswith("(largest gap 0)")
