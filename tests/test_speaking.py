@@ -326,7 +326,7 @@ def test_lm_has_nine_layer_norms_all_the_learners(lm):
     model = speaker(lm)
     norms = [m for m in model.modules() if isinstance(m, minitf.parts.YourLayerNorm)]
     assert len(norms) == 9 == 2 * lm.config.n_layers + 1 and lm.config.norm_position == "pre"
-    assert "all nine of its LayerNorms are your `layer_norm`" in notebook_09()
+    assert "all nine of its LayerNorms run your `layer_norm` if you wrote one" in notebook_09()
 
 
 def test_the_forgetful_step_writes_the_first_byte_right_and_the_window_refills_with_32(lm):

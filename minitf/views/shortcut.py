@@ -84,12 +84,11 @@ def doubled_bytes(model, n: int = 200, seed: int = 21) -> dict[str, float]:
     """The same mean-replacements on n fresh inputs (never in the model's training) with a doubled
     byte: prints and returns each one's exact match."""
     seen = [p.input for p in checkpoint_pairs(model, n_val=0)[0]]
-    doubled = [p for p in make_pairs("shift", 3000, seed=seed, exclude=seen)
-               if doubled(p.input)][:n]
+    pairs = [p for p in make_pairs("shift", 3000, seed=seed, exclude=seen) if doubled(p.input)][:n]
     found = {}
     for heads, what in VOTERS:
-        found[what] = teacher_forced_exact_match(mean_ablated(model, heads), doubled)
-        print(f"{what:20s} exact match on {len(doubled)} inputs with a doubled byte: {found[what]:.0%}")
+        found[what] = teacher_forced_exact_match(mean_ablated(model, heads), pairs)
+        print(f"{what:20s} exact match on {len(pairs)} inputs with a doubled byte: {found[what]:.0%}")
     return found
 
 
