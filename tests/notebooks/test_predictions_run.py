@@ -187,7 +187,7 @@ RIGHT_AND_WRONG = {
     it_follows_the_number: ("It follows the number", "further on: 100% 1, 0%", ("100% 1, 0%", "0% 1, 100%")),
     greedy_text_loops: ("Worse: it loops.", "\n" + "the straight of " * 4, ("the straight of " * 4, "ABCDEFGHIJKLMNOPQRSTUVWXYZ")),
     the_same_both_times: ("The same, both times.", "✓\n✓ the same bytes\n✓\n✓: True\n"
-                          "✓ greedy, your block → multi_head_attention: 60", ("True", "False")),
+                          "✓ greedy, through your block: 60", ("True", "False")),
     the_distance_depends_on_the_length: ("Not the same", "L = 1, [1]\nL = 3, [3]", ("[3]", "[1]")),
     about_100_steps: ("About 100 steps", "coupled ids: 99% 100\nusual ids: 0% 100", ("99% 100", "80% 100")),
 }
