@@ -28,6 +28,8 @@ def _exit_at_once() -> None:
 
 def pytest_configure(config):
     if not _runs_tests(config):
+        import gc
+        gc.enable()  # tests/fast_start.py turned it off for the start-up
         return
     import torch
     # the models are tiny: one thread is as fast, and steady on a busy machine. MINITF_THREADS=2 runs
@@ -40,12 +42,14 @@ def pytest_collection_finish(session):
     its full collections walk every object alive, and torch, matplotlib and the collected tests
     are hundreds of thousands of them. Frozen after collection, those are left out of every later
     collection, and rarer full collections (gen0 at 10,000 allocations, not 700) bring the
-    collector's time to ~2 s. Garbage is still collected, less often."""
+    collector's time to ~2 s. Garbage is still collected, less often. (tests/fast_start.py turned
+    the collector off for the start-up; it is on again from here.)"""
     if _runs_tests(session.config):
         import gc
         gc.collect()
         gc.freeze()
         gc.set_threshold(10_000, 20, 20)
+        gc.enable()
 
 
 @pytest.hookimpl(trylast=True)
