@@ -10,7 +10,9 @@ tests/browser/check_notebooks.py, step 0):
 * a number is a JavaScript number: a float with an integral value (`1.0` in a widget's saved state)
   is written as an integer (`1`);
 * multi-line text (a cell's source, a printed stream, a text output) is a list of lines, each with
-  its newline, even where the notebook held several lines in one string (nbformat's split_lines).
+  its newline, even where the notebook held several lines in one string (nbformat's split_lines);
+* a notebook of format 4.4 or older keeps no cell ids (they came with 4.5): a cell added by a tool
+  that writes them loses its id.
 
 nbconvert (re-executing a notebook) writes the first two back as they were and floats as Python
 does, so run this after re-executing:
@@ -62,6 +64,8 @@ def normalized(nb: dict) -> dict:
     for cell in nb["cells"]:
         if cell.get("metadata", {}).get("jupyter", {}).get("outputs_hidden") is True:
             cell["metadata"]["collapsed"] = True
+        if nb.get("nbformat", 4) == 4 and nb.get("nbformat_minor", 0) < 5:
+            cell.pop("id", None)
     return nb
 
 

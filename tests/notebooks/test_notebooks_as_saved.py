@@ -25,12 +25,14 @@ def test_the_notebook_is_stored_as_jupyterlab_saves_it(stem):
 def test_the_rules_are_jupyterlabs():
     printed = {"name": "stdout", "output_type": "stream", "text": ["one\ntwo\n", "three"]}
     nb = {"cells": [{"cell_type": "code", "metadata": {"jupyter": {"outputs_hidden": True}}, "source": [],
-                     "outputs": [printed], "execution_count": 1}],
+                     "outputs": [printed], "execution_count": 1, "id": "c3851bb8"}],
           "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                        "widgets": {"state": {"values": [1.0, 0.5, -0.0, 2e21]}}},
           "nbformat": 4, "nbformat_minor": 4}
     out = normalize.normalized(nb)
     assert out["cells"][0]["metadata"]["collapsed"] is True
+    assert "id" not in out["cells"][0]  # format 4.4 has no cell ids; 4.5 keeps them
+    assert normalize.normalized({**nb, "nbformat_minor": 5})["cells"][0]["id"] == "c3851bb8"
     assert out["cells"][0]["outputs"][0]["text"] == ["one\n", "two\n", "three"]  # a line each
     assert out["metadata"]["kernelspec"]["display_name"] == "Python 3 (ipykernel)"
     assert normalize.as_saved(out).count('"values": [\n') == 1
