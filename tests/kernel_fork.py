@@ -214,6 +214,37 @@ def pytest_configure(config) -> None:
         return spec
 
     nbval.kernel.NbvalKernelspecManager.get_kernel_spec = get_kernel_spec
+    nbval.kernel.start_new_kernel = start_new_kernel
+
+
+def start_new_kernel(startup_timeout=60, kernel_name="python", **kwargs):
+    """nbval's start_new_kernel, less one idle wait. jupyter_client's wait_for_ready, once the kernel
+    has answered, waits until no IOPub message has come for 0.2 s: with a kernel ready in ~0.2 s,
+    half of each notebook's start is that wait. nbval's RunningKernel checks that IOPub is up
+    itself (it sends kernel_info again and waits for that request's idle status), so here the
+    kernel's first reply is enough."""
+    import queue
+
+    from jupyter_client.manager import KernelManager
+    from nbval.kernel import NbvalKernelspecManager
+
+    km = KernelManager(kernel_name=kernel_name, kernel_spec_manager=NbvalKernelspecManager())
+    km.start_kernel(**kwargs)
+    kc = km.client()
+    kc.start_channels()
+    deadline = time.monotonic() + startup_timeout
+    while True:  # a request sent before the kernel listens waits in zmq's queue
+        kc.kernel_info()
+        try:  # the reply to this request or to an earlier one: the kernel is up either way
+            if kc.get_shell_msg(timeout=1)["msg_type"] == "kernel_info_reply":
+                return km, kc
+        except queue.Empty:
+            alive = km.is_alive()
+            if not alive or time.monotonic() > deadline:
+                kc.stop_channels()
+                km.shutdown_kernel(now=True)
+                raise RuntimeError(f"the {kernel_name} kernel " + (
+                    f"did not answer within {startup_timeout} s" if alive else "died before it answered"))
 
 
 def pytest_unconfigure(config) -> None:

@@ -72,3 +72,16 @@ def test_another_environment_gets_a_normal_kernel(zygote, tmp_path):
 def test_without_a_zygote_the_client_starts_a_normal_kernel(tmp_path):
     preloaded, folder, *_ = run_in_kernel(str(tmp_path / "absent"), PROBE, tmp_path).split()
     assert (preloaded, folder) == ("False", str(tmp_path))
+
+
+@pytest.mark.slow
+def test_a_kernel_that_dies_at_start_is_named_not_waited_for(monkeypatch):
+    """start_new_kernel (nbval's, less an idle wait): every notebook's kernel passes its happy path."""
+    import nbval.kernel
+    from jupyter_client.kernelspec import KernelSpec
+    monkeypatch.setattr(nbval.kernel.NbvalKernelspecManager, "get_kernel_spec", lambda self, name: KernelSpec(
+        argv=[sys.executable, "-c", "pass"], language="python", display_name="dies"))
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="the python3 kernel died before it answered"):
+        kernel_fork.start_new_kernel(startup_timeout=60, kernel_name="python3")
+    assert time.monotonic() - started < 30
