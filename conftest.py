@@ -17,7 +17,11 @@ def pytest_collection_modifyitems(config, items):
     measurement (bench/results/bench_notebooks.json; one not measured yet counts as the longest),
     then the test files, the most tests first. The last units handed out are then small, and no
     worker is left running a long notebook while the other waits (the Makefile passes
-    --no-loadscope-reorder, xdist's own order by the number of tests in a unit)."""
+    --no-loadscope-reorder, xdist's own order by the number of tests in a unit).
+
+    Where there are both, each worker's first unit is a test file: the notebooks' kernels fork
+    from a process that is still importing torch when the workers are ready (tests/kernel_fork.py),
+    and a worker whose first unit is a notebook would wait ~2 s for it with nothing to do."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     import json
@@ -37,4 +41,9 @@ def pytest_collection_modifyitems(config, items):
             return (0, -seconds.get(pathlib.Path(unit).name, float("inf")))
         return (1, -len(units[unit]))
 
-    items[:] = [item for unit in sorted(units, key=cost) for item in units[unit]]
+    order = sorted(units, key=cost)
+    tests = [unit for unit in order if not unit.endswith(".ipynb")]
+    if len(tests) < len(order):
+        first = tests[:int(config.workerinput.get("workercount", 1))]
+        order = first + [unit for unit in order if unit not in first]
+    items[:] = [item for unit in order for item in units[unit]]
