@@ -6,14 +6,16 @@ Test files import it as `from support import ...` (pytest puts tests/ on the pat
 lives there). conftest.py keeps only fixtures and pytest's set-up.
 """
 import functools
-import json
 import pathlib
 import re
+import sys
 
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
+sys.path.insert(0, str(ROOT / "tools"))
+import course_map  # noqa: E402  (tools/course_map.py: its notebook reader is the tests' too)
 
 # --- float32 against float64 -----------------------------------------------------------------------
 
@@ -47,15 +49,8 @@ def notebook_path(notebook) -> pathlib.Path:
 
 def cells(notebook) -> list[dict]:
     """The cells of a stored notebook, as nbformat writes them (outputs included). Parsed once per
-    version of the file and shared: read them, never change them."""
-    path = notebook_path(notebook)
-    stat = path.stat()
-    return _parsed_cells(path, stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=32)
-def _parsed_cells(path: pathlib.Path, mtime_ns: int, size: int) -> list[dict]:
-    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+    version of the file, by the course map's reader, and shared: read them, never change them."""
+    return course_map.cells(notebook_path(notebook))
 
 
 def source(cell: dict) -> str:

@@ -105,8 +105,8 @@ def track(notebook: str) -> str:
                      f"{MAIN_PATH[-1]}, extras {EXTRAS[0]}–{EXTRAS[-1]})")
 
 
-def _cells(notebook) -> list[dict]:
-    """A notebook's cells, from its path or its parsed JSON."""
+def cells(notebook) -> list[dict]:
+    """A notebook's cells, from its path or its parsed JSON (tests/support reads notebooks with it)."""
     if isinstance(notebook, dict):
         return notebook["cells"]
     path = Path(notebook)
@@ -133,7 +133,7 @@ def prose_words(notebook) -> int:
     """Words a learner reads in the notebook's Markdown: reveals (hints, solutions, answers), code
     blocks and HTML comments left out."""
     count = 0
-    for cell in _cells(notebook):
+    for cell in cells(notebook):
         if cell["cell_type"] == "markdown":
             text = _text(cell)
             for pattern in (_REVEAL, _CODE_BLOCK, _COMMENT):
@@ -144,13 +144,13 @@ def prose_words(notebook) -> int:
 
 def code_lines(notebook) -> int:
     """The non-blank lines of the notebook's code cells (comments included: they are read too)."""
-    return sum(1 for cell in _cells(notebook) if cell["cell_type"] == "code"
+    return sum(1 for cell in cells(notebook) if cell["cell_type"] == "code"
                for line in _text(cell).splitlines() if line.strip())
 
 
 def figures(notebook) -> int:
     """The stored figures: each code-cell output that holds an image (a widget stores one too)."""
-    return sum(1 for cell in _cells(notebook) if cell["cell_type"] == "code"
+    return sum(1 for cell in cells(notebook) if cell["cell_type"] == "code"
                for out in cell.get("outputs", []) if any(k.startswith("image/") for k in out.get("data", {})))
 
 
@@ -165,8 +165,8 @@ class Task:
 
 def tasks(notebook) -> list[Task]:
     """Every exercise statement ("**Difficulty … · about N min.**") in the notebook, in order."""
-    cells, found, heading = _cells(notebook), [], ""
-    for i, cell in enumerate(cells):
+    every, found, heading = cells(notebook), [], ""
+    for i, cell in enumerate(every):
         if cell["cell_type"] != "markdown":
             continue
         text = _text(cell)
@@ -176,7 +176,7 @@ def tasks(notebook) -> list[Task]:
         if not statement:
             continue
         name = ""
-        for later in cells[i + 1:]:
+        for later in every[i + 1:]:
             if later["cell_type"] == "markdown" and _STATEMENT.search(_text(later)):
                 break
             check = _CHECK.search(_text(later)) if later["cell_type"] == "code" else None
