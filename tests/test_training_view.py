@@ -30,14 +30,18 @@ def trained(data):
     shared because training and drawing are most of this file's time, and no test changes it."""
     train, val, example = data
     view = TrainingView(CONFIG, train, val, example, probe=20, **ARGS)
-    seen, redraw = [], view.redraw
+    seen, redraw, threads = [], view.redraw, torch.get_num_threads()
 
     def spy():
         redraw()
         seen.append((view.drawn["steps"][-1:], output_png(view.out)))
     view.redraw = spy
-    view.train()
-    history = view.train()
+    torch.set_num_threads(1)  # as the tests' own runs (one_thread, which a module fixture precedes)
+    try:
+        view.train()
+        history = view.train()
+    finally:
+        torch.set_num_threads(threads)
     return view, history, seen
 
 
