@@ -135,7 +135,14 @@ def test_each_panel_is_size_inches_square_so_18_bytes_fit_at_2_05():
         assert box.height * fig.get_figheight() == pytest.approx(size, abs=0.01)
     assert size * 72 / n >= heatmaps.label_size(size, n)
 
-def test_selector_redraws_when_a_control_changes():
+@pytest.fixture
+def unrendered(monkeypatch):
+    """Selectors that build their figures but render no PNG: for the tests of what they draw, not
+    how (test_selector_redraws_when_a_control_changes renders its first pictures)."""
+    monkeypatch.setattr(heatmaps, "figure_png", lambda fig: b"")
+
+
+def test_selector_redraws_when_a_control_changes(monkeypatch):
     model, wide = small_model(), minitf.Transformer(minitf.Config(d_model=8, n_heads=4, n_layers=3))
     examples = [("copy", model, minitf.Pair(b"ab", b"ab")), ("shift", model, minitf.Pair(b"hello", b"ifmmp")),
                 ("wide", wide, minitf.Pair(b"xy", b"yz"))]
@@ -148,6 +155,7 @@ def test_selector_redraws_when_a_control_changes():
     sel.head.value = 1
     assert sel.drawn == (1, 1, 1) and len(sel.out.outputs) == 1
     assert sel.out.outputs[0]["data"]["image/png"] != first
+    monkeypatch.setattr(heatmaps, "figure_png", lambda fig: b"")  # from here on, what is drawn, not how
     assert (sel.layer.max, sel.head.max) == (1, 1)
     assert [label for label, _ in sel.example.options] == ["copy: ab → ab", "shift: hello → ifmmp", "wide: xy → yz"]
     sel.example.value = 2
@@ -158,7 +166,7 @@ def test_selector_redraws_when_a_control_changes():
     assert sel.drawn == (0, 1, 1)
 
 
-def test_selector_sliders_keep_a_usable_track_in_a_narrow_panel():
+def test_selector_sliders_keep_a_usable_track_in_a_narrow_panel(unrendered):
     """JupyterLab squeezed the layer and head sliders of a 950-px panel to tracks of a few pixels:
     each now has a fixed width (and the same minimum), and the row of controls wraps instead."""
     sel = heatmaps.AttentionSelector([("shift", small_model(), (b"ab", b"bc"))])
@@ -170,15 +178,14 @@ def test_selector_sliders_keep_a_usable_track_in_a_narrow_panel():
     assert sel.layer in row.children and row.layout.flex_flow == "row wrap"
 
 
-def test_selector_starts_where_asked_with_one_drawing():
+def test_selector_starts_where_asked_with_one_drawing(unrendered):
     model = small_model()
     sel = heatmaps.AttentionSelector([("a", model, (b"ab", b"bc")), ("b", model, (b"xyz", b"yz{"))],
                                      example=1, layer=1, head=1)
     assert sel.drawn == (1, 1, 1) and len(sel.out.outputs) == 1
 
 
-def test_selector_takes_typed_input_and_switches_heads_off(monkeypatch):
-    monkeypatch.setattr(heatmaps, "figure_png", lambda fig: b"")  # its numbers, not its pictures
+def test_selector_takes_typed_input_and_switches_heads_off(unrendered):
     model = small_model()
     sel = heatmaps.AttentionSelector([("shift", model, (b"ab", b"bc"))], layer=1, head=0)
     assert sel.state["input"] == b"ab"

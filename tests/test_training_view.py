@@ -1,5 +1,7 @@
 """TrainingView: what it draws is minitf.train's History, it redraws at every validation, and its
 progress measure (the attention on the source byte) is the one the heatmaps show."""
+import base64
+
 import pytest
 import torch
 
@@ -24,14 +26,27 @@ def data():
 
 @pytest.fixture(scope="module")
 def trained(data):
+    """A view trained twice from the same start, as its button does, every redraw's picture kept:
+    shared because training and drawing are most of this file's time, and no test changes it."""
     train, val, example = data
     view = TrainingView(CONFIG, train, val, example, probe=20, **ARGS)
-    history = view.train()
-    return view, history
+    seen, redraw, threads = [], view.redraw, torch.get_num_threads()
+
+    def spy():
+        redraw()
+        seen.append((view.drawn["steps"][-1:], output_png(view.out)))
+    view.redraw = spy
+    torch.set_num_threads(1)  # as the tests' own runs (one_thread, which a module fixture precedes)
+    try:
+        view.train()
+        history = view.train()
+    finally:
+        torch.set_num_threads(threads)
+    return view, history, seen
 
 
 def test_what_is_drawn_is_the_history_of_minitf_train(data, trained):
-    view, history = trained
+    view, history, _ = trained
     train, val, _ = data
     # the same run without the view: the hook changes nothing about training
     torch.manual_seed(ARGS["seed"])
@@ -60,29 +75,24 @@ def test_what_is_drawn_is_the_history_of_minitf_train(data, trained):
     assert [line.get_ydata()[0] for line in parts["baselines"]] == [b.unigram, b.length_oracle]
 
 
-def test_it_redraws_at_every_validation(data):
+def test_it_redraws_at_every_validation(data, trained):
     train, val, example = data
-    view = TrainingView(CONFIG, train, val, example, probe=10, **ARGS)
-    assert view.redraws == 0 and view.drawn is None and "not trained yet" in view.status.value
-    seen = []
-    redraw = view.redraw
-
-    def spy():
-        redraw()
-        seen.append((view.drawn["steps"][-1:], output_png(view.out)))
-    view.redraw = spy
-    view.train()
+    fresh = TrainingView(CONFIG, train, val, example, **ARGS)
+    assert fresh.redraws == 0 and fresh.drawn is None and "not trained yet" in fresh.status.value
+    view, _, seen = trained
     # one picture per validation but the last, then the last with the History's training loss
-    assert [s for s, _ in seen] == [[8], [16], [24]]
-    assert len({png for _, png in seen}) == 3 and len(view.out.outputs) == 1
-    view.train()  # again, from the same start: first the start is shown again
+    assert [s for s, _ in seen[:3]] == [[8], [16], [24]]
+    assert len({png for _, png in seen[:3]}) == 3 and len(view.out.outputs) == 1
+    # trained again, from the same start: first the start is shown again
     assert [s for s, _ in seen[3:]] == [[], [8], [16], [24]]
     assert seen[4:] == seen[:3]  # the same run, the same pictures
+    assert view.redraws == len(seen) == 7
 
 
 def test_the_button_trains_and_the_dropdown_picks_the_numbering(data):
     train, val, example = data
-    view = TrainingView(CONFIG, train, val, example, probe=10, **ARGS)
+    # one validation is enough here: what is checked is the numbering the button trains with
+    view = TrainingView(CONFIG, train, val, example, probe=10, **{**ARGS, "steps": 8})
     start = {k: v.clone() for k, v in view.model.state_dict().items()}
     view.numbering.value = "sequence"
     view.button.click()
@@ -95,7 +105,7 @@ def test_the_button_trains_and_the_dropdown_picks_the_numbering(data):
 
 
 def test_source_attention_is_the_heatmaps_weight_on_the_source(trained, data):
-    view, _ = trained
+    view, _, _ = trained
     pairs = data[1][:6]
     mass = source_attention(view.model, pairs, "shift")  # (layers, heads)
     per_head = torch.zeros(CONFIG.n_heads)
@@ -129,12 +139,12 @@ def test_a_model_that_copies_exactly_scores_1():
 
 
 def test_it_shows_as_a_picture_with_a_stable_text(trained):
-    view, _ = trained
+    view, _, _ = trained
     text = repr(view)
     assert text.startswith("TrainingView(shift, 2,920 parameters,") and "24 steps" in text
     bundle = live_and_picture(view.widget, view.picture(), text)
-    assert bundle["image/png"] and WIDGET_VIEW in bundle and bundle["text/plain"] == text
-    assert view.picture().startswith(b"\x89PNG")
+    assert WIDGET_VIEW in bundle and bundle["text/plain"] == text
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
     assert "step 24 of 24 (done)" in view.status.value
 
 

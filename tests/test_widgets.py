@@ -20,19 +20,23 @@ def rotate(pair, angle):
                          a * math.sin(angle) + b * math.cos(angle)], dtype=torch.float64)
 
 
-@pytest.fixture
-def explorer():
+def new_explorer():
     q = torch.tensor([1.0, 0.0, 0.5, -0.5, 0.2, 0.3, -1.0, 0.4], dtype=torch.float64)
     k = torch.tensor([0.0, 1.0, -0.3, 0.8, 0.6, 0.1, 0.5, 0.5], dtype=torch.float64)
     return RopeExplorer(q, k, head_dim=8, base=10000.0, max_pos=20, m=3, n=1)
 
 
 @pytest.fixture
-def unrendered(monkeypatch, explorer):
-    """The explorer for a test of the numbers it draws: its figures are built but not rendered
-    (the tests of the picture render them)."""
+def explorer():
+    return new_explorer()
+
+
+@pytest.fixture
+def unrendered(monkeypatch):
+    """The explorer for a test of the numbers it draws: its figures, the first one too, are built
+    but not rendered (the tests of the picture render them)."""
     monkeypatch.setattr("minitf.views.rope_explorer.figure_png", lambda fig: b"")
-    return explorer
+    return new_explorer()
 
 
 def test_the_sliders_are_there_and_the_first_picture_is_drawn(explorer):
@@ -115,8 +119,9 @@ def test_the_display_bundle_holds_the_live_view_a_picture_and_a_short_stable_tex
     (w, h), (pw, ph) = png_size(picture), png_size(plot)
     assert w == pw and h > ph  # the plot, pixel for pixel, under a caption band
     explorer.base.value = 100.0
-    assert "base = 100" in explorer._repr_mimebundle_()["text/plain"]
-    assert explorer._repr_mimebundle_()["image/png"] != bundle["image/png"]  # the picture follows
+    moved = explorer._repr_mimebundle_()
+    assert "base = 100" in moved["text/plain"]
+    assert moved["image/png"] != bundle["image/png"]  # the picture follows
 
 
 def test_the_picture_is_the_plot_under_the_controls_values():

@@ -65,6 +65,13 @@ def test_unread_embedding_rows_only_feel_weight_decay():
 
 # --- 02: RoPE -----------------------------------------------------------------------------------
 
+@pytest.fixture
+def unrendered(monkeypatch):
+    """RopeExplorers that build their figures but render no PNG: these claims are about the numbers
+    and the controls (tests/test_widgets.py renders the pictures)."""
+    monkeypatch.setattr("minitf.views.rope_explorer.figure_png", lambda fig: b"")
+
+
 def seed_frequencies(d_model, head_dim, base=10000.0):
     """The seed documents' formula: the exponent over d_model instead of head_dim (a Common bug)."""
     return base ** (-2 * torch.arange(head_dim // 2, dtype=torch.float64) / d_model)
@@ -91,7 +98,7 @@ def test_rotating_v_makes_attention_depend_on_absolute_positions():
         assert (change < 1e-12) if not rope_on_v else (change > 1e-2)
 
 
-def test_the_numbers_quoted_in_02():
+def test_the_numbers_quoted_in_02(unrendered):
     assert round(2 * math.pi / 0.001) == 6283                       # pair 3's period at base 10,000
     assert abs(44 - 7 * 2 * math.pi - 0.018) < 0.001                # Δ + 44 = 7·2π + 0.018
     assert round(2 * math.pi - 6, 2) == 0.28                        # Δ + 6: 0.28 rad apart
@@ -105,7 +112,7 @@ def test_the_numbers_quoted_in_02():
     assert torch.allclose(pe.norm(dim=-1), torch.full((16,), math.sqrt(2), dtype=torch.float64), atol=1e-6)
 
 
-def test_the_explorer_draws_the_angle_whose_cosine_gives_the_pairs_score():
+def test_the_explorer_draws_the_angle_whose_cosine_gives_the_pairs_score(unrendered):
     q = torch.tensor([1.0, 0.0, 0.5, -0.5], dtype=torch.float64)
     k = torch.tensor([0.6, 0.8, 0.1, 0.9], dtype=torch.float64)
     e = minitf.RopeExplorer(q, k, head_dim=4, m=3, n=1)
@@ -120,7 +127,7 @@ def test_the_explorer_draws_the_angle_whose_cosine_gives_the_pairs_score():
     assert e.state["angle"] == pytest.approx(2 - math.acos(0.6), abs=1e-12)  # the worked example
 
 
-def test_the_explorer_figure_keeps_its_legends_off_the_data_and_shades_negative_offsets():
+def test_the_explorer_figure_keeps_its_legends_off_the_data_and_shades_negative_offsets(unrendered):
     e = minitf.RopeExplorer(head_dim=8)
     fig = e.figure(e.state)
     plane, curve = fig.axes
@@ -197,7 +204,7 @@ def test_01_try_this_parameter_counts():
     assert count(d_model=24, d_ff=96) - ends(24) > ends(24)
 
 
-def test_02_the_base_slider_is_logarithmic_as_the_text_says():
+def test_02_the_base_slider_is_logarithmic_as_the_text_says(unrendered):
     """"The base slider is logarithmic: from about 3 to 100,000, each step multiplies the base by 1.12"."""
     slider = minitf.RopeExplorer(head_dim=8).base
     low, high, step = numbers(" ".join(joined("02_rope.ipynb").split()), after="slider is logarithmic:")[:3]
