@@ -168,7 +168,8 @@ def check_function(learner_fn, reference_fn, cases, name: str | None = None, hin
         replaces `hint` when that mistake is recognised, so the hint is about the learner's mistake.
     diagnoses: the exercise's own recognisers, functions (got, expected) -> str or None; the
         function's name is the diagnosis key. May instead be a function of the case's arguments
-        returning such recognisers, when recognising the mistake needs the inputs (LayerNorm's γ).
+        returning such recognisers, when recognising the mistake needs the inputs (LayerNorm's γ);
+        it is called only for a case whose result differs.
     dtypes: every case runs as given, then again with its floating tensors (and modules) in each
         of these dtypes it is not already in (a float64 case once more in float32), after all the
         cases as given; a result must then have the reference's dtype and device too.
