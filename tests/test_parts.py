@@ -1,5 +1,6 @@
 """A learner's pieces inside a real Transformer: the reference solutions give minitf's logits exactly,
 a wrong piece is named by the check, and the assembled model trains."""
+import functools
 import re
 
 import pytest
@@ -14,6 +15,13 @@ from minitf.core.config import MODERN
 
 ALL = parts.Parts(**{name: getattr(solutions, f"my_{name}") for name in parts.PIECES})
 
+
+@functools.cache
+def check_all(config):
+    """parts.check(ALL, config), made once per config: several tests ask it of the same config (each
+    broken piece's test first sees the reference pass), and nothing changes a PartsCheck."""
+    return parts.check(ALL, config)
+
 CONFIGS = [
     minitf.Config(),                                                   # the tiny model: post-norm, LayerNorm
     minitf.Config(d_model=8, n_heads=2, norm="rms", norm_position="pre"),
@@ -25,7 +33,7 @@ CONFIGS = [
 
 @pytest.mark.parametrize("config", CONFIGS, ids=["tiny", "pre-rms", "no-mask-sinusoidal", "coupled-tied"])
 def test_the_reference_solutions_compute_minitfs_logits(config):
-    result = parts.check(ALL, config)
+    result = check_all(config)
     assert result.ok, str(result)
     assert result.max_diff < 1e-12
 
@@ -96,8 +104,8 @@ WRONG = [  # (piece, a wrong one, the config it shows on, words the check says)
 @pytest.mark.parametrize("broken, wrong, config, words", WRONG,
                          ids=[f"{w[0]}-{w[1].__name__}" for w in WRONG])
 def test_the_check_names_the_broken_piece(broken, wrong, config, words):
+    assert check_all(config).ok
     pieces = {name: getattr(solutions, f"my_{name}") for name in parts.PIECES}
-    assert parts.check(parts.Parts(**pieces), config).ok
     pieces[broken] = wrong
     result = parts.check(parts.Parts(**pieces), config)
     assert not result.ok
@@ -166,7 +174,7 @@ def test_a_piece_that_changes_the_dtype_is_named_by_its_float32_run(config):
 
 
 def test_the_float32_run_agrees_to_float32_precision():
-    result = parts.check(ALL)
+    result = check_all(minitf.Config())
     assert result.ok and 0 <= result.float32 < 1e-5 and result.tolerance32 == 1e-4
 
 
@@ -185,7 +193,7 @@ def test_the_assembled_model_trains_with_the_learners_batch():
 
 
 def test_a_modern_model_from_your_pieces_computes_minitfs_logits_through_your_gated_ffn():
-    assert parts.check(ALL, MODERN_SMALL).ok
+    assert check_all(MODERN_SMALL).ok
     assert type(parts.assemble(MODERN_SMALL, ALL).blocks[0].ffn).__name__ == "YourGatedFeedForward"
 
 
@@ -206,7 +214,7 @@ def test_a_saved_softmax_over_the_wrong_dimension_is_blamed_alone(tmp_path, monk
 def test_a_passing_model_shows_each_dtype_s_rounding():
     """The success line shows the differences the notebook talks about (float32's ~1e-6), each as
     the power of ten above it, the allowances beside them."""
-    result = parts.check(ALL)
+    result = check_all(minitf.Config())
     line = str(result)
     assert line.startswith("✓ your model computes minitf's logits"), line
     f64, f32 = (float(x) for x in re.findall(r"under (1e[-+]\d+) in float(?:64|32)", line))
@@ -244,7 +252,7 @@ def test_with_every_piece_yours_the_model_is_yours_from_its_forward_down_and_com
     kinds = [type(model).__name__, type(model.blocks[0]).__name__, type(model.blocks[0].attn).__name__,
              type(model.blocks[0].ffn).__name__, type(model.embed).__name__]
     assert kinds == ["YourTransformer", "YourBlock", "YourAttention", "YourFeedForward", "YourEmbedding"]
-    assert parts.check(ALL, config).ok
+    assert check_all(config).ok
 
 
 def test_check_yours_takes_the_reference_for_an_unwritten_piece_and_names_a_wrong_one(capsys):

@@ -162,6 +162,7 @@ def test_the_written_out_variant_is_the_modules_own_step():
 # --- the learner's model speaks with lm.pt's weights ---------------------------------------------------
 
 PROMPT, SETTINGS = "ROMEO:\n", dict(temperature=0.8, top_p=0.9, seed=0)
+FEW = 8  # bytes written by a check that names a wrong piece: the texts part by the 3rd byte
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +204,7 @@ def test_the_reference_pieces_speak_minitfs_text(lm, window):
 def test_a_wrong_cache_step_is_named(lm, window):
     for slip in ("rope_at_zero", "not_appended", "top_rows"):
         outcome = check_speaking(speaker(lm, step=cached_step(slip)), lm, solutions.my_next_byte_probs,
-                                 window, PROMPT, 20, **SETTINGS)  # the texts part by the 3rd byte
+                                 window, PROMPT, FEW, **SETTINGS)
         assert list(outcome.broken) == ["cached_attention"], (slip, str(outcome))
         assert not outcome.same_text_cached and "its exercise says" in outcome.broken["cached_attention"]
         assert "✗ cached against uncached" in str(outcome)
@@ -213,12 +214,12 @@ def test_a_step_that_raises_is_named_not_a_crash(lm, window):
     def my_cached_attention(attn, x, keys, values):
         raise RuntimeError("oops")
     outcome = check_speaking(speaker(lm, step=my_cached_attention), lm, solutions.my_next_byte_probs,
-                             window, PROMPT, 20, **SETTINGS)
+                             window, PROMPT, FEW, **SETTINGS)
     assert "raises RuntimeError: oops" in outcome.broken["cached_attention"]
 
 
 def test_a_wrong_sampler_is_named(lm, window):
-    outcome = check_speaking(speaker(lm), lm, sampler("crossing"), window, PROMPT, 20, **SETTINGS)
+    outcome = check_speaking(speaker(lm), lm, sampler("crossing"), window, PROMPT, FEW, **SETTINGS)
     assert list(outcome.broken) == ["next_byte_probs"], str(outcome)
     assert "keeps one byte too few" in outcome.broken["next_byte_probs"]
     assert outcome.same_as_minitf is None and "not compared" in str(outcome)
@@ -230,7 +231,7 @@ def test_a_wrong_model_piece_is_named_and_the_cache_not_blamed(lm, window):
 
     for piece, fn in (("attention", attention_without_scale), ("embed", embed_in_float64)):
         outcome = check_speaking(speaker(lm, reference_parts(**{piece: fn})), lm, solutions.my_next_byte_probs,
-                                 window, PROMPT, 20, **SETTINGS)
+                                 window, PROMPT, FEW, **SETTINGS)
         assert list(outcome.broken) == [piece], str(outcome)
     assert "in float32" in outcome.broken["embed"]
 
@@ -268,7 +269,7 @@ def forward_without_the_final_norm(model, ids):
 def test_a_forward_without_its_final_norm_writes_another_greedy_text_and_is_named(lm, window):
     parts = reference_parts(model_forward=forward_without_the_final_norm, block=solutions.my_block,
                             multi_head_attention=solutions.my_multi_head_attention)
-    outcome = check_speaking(speaker(lm, parts), lm, solutions.my_next_byte_probs, window, PROMPT, 20, **SETTINGS)
+    outcome = check_speaking(speaker(lm, parts), lm, solutions.my_next_byte_probs, window, PROMPT, FEW, **SETTINGS)
     assert list(outcome.broken) == ["model_forward"], str(outcome)  # the cached step is not blamed
     # the cached run goes through minitf's forward (with the final norm): only the uncached text is off
     assert outcome.greedy_cached == outcome.greedy_minitf != outcome.greedy_uncached

@@ -4,6 +4,7 @@ compared with the reference on each (check_function), or judged by what it must 
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import itertools
 from typing import Callable
@@ -101,6 +102,21 @@ def _in_dtype(x, dtype):
     return x
 
 
+class _Recognisers:
+    """An exercise's own recognisers, made from a case's arguments only when a result differs:
+    making them may run every slip (a training loop's, a step's), which a passing answer never needs."""
+
+    def __init__(self, make: Callable, args: tuple, kwargs: dict):
+        self.make, self.args, self.kwargs = make, args, kwargs
+
+    @functools.cached_property
+    def made(self) -> tuple:
+        return tuple(self.make(*self.args, **self.kwargs))
+
+    def __iter__(self):
+        return iter(self.made)
+
+
 def _per_case(option, args: tuple, kwargs: dict) -> dict:
     """An option given as a dict, or as a function of the case's arguments returning one."""
     if callable(option):
@@ -152,7 +168,8 @@ def check_function(learner_fn, reference_fn, cases, name: str | None = None, hin
         replaces `hint` when that mistake is recognised, so the hint is about the learner's mistake.
     diagnoses: the exercise's own recognisers, functions (got, expected) -> str or None; the
         function's name is the diagnosis key. May instead be a function of the case's arguments
-        returning such recognisers, when recognising the mistake needs the inputs (LayerNorm's γ).
+        returning such recognisers, when recognising the mistake needs the inputs (LayerNorm's γ);
+        it is called only for a case whose result differs.
     dtypes: every case runs as given, then again with its floating tensors (and modules) in each
         of these dtypes it is not already in (a float64 case once more in float32), after all the
         cases as given; a result must then have the reference's dtype and device too.
@@ -205,7 +222,7 @@ def check_function(learner_fn, reference_fn, cases, name: str | None = None, hin
         loose = 1.0 if dtype is None or dtype == torch.float64 else 10.0  # float32 keeps 24 bits
         ctx = _Context("your result", atol * loose, rtol * loose, _per_case(factors, args, kwargs),
                        _per_case(explain_difference, args, kwargs),
-                       tuple(diagnoses(*pristine[0], **pristine[1]) if callable(diagnoses) else diagnoses),
+                       _Recognisers(diagnoses, *pristine) if callable(diagnoses) else tuple(diagnoses),
                        who, inputs)
         findings = _findings(got, expected, ctx, result_names)
         changed = _changed((learner_fn, reference_fn), pristine, (args, kwargs))
