@@ -115,9 +115,12 @@ SOLVE_GOAL_S = 60.0
 SUITE_GOAL_S = 90  # the whole `pytest --nbval notebooks`, kernel starts included
 NOTEBOOK_GOAL_S = 15  # each notebook, top to bottom, kernel start included
 SITE_GOAL_S = 30  # `make site`: every notebook's page, from a fresh process
+# the pytest part of `make test` and of `make test-unit` (issue #39: a CPU three times slower then
+# stays near 2-3 minutes)
+TEST_GOAL_S, TEST_UNIT_GOAL_S = 50, 25
 SECTIONS = ("steps", "solve", "notebooks", "origami", "ablation", "lm", "lm_growth", "tiny_sweep", "fast",
             "length", "lm_fast", "lm_envelope", "lm_best", "lm_best_ablation", "bpe", "site", "nanogpt",
-            "muon_step", "lm_best_time")
+            "muon_step", "lm_best_time", "suite")
 # the notebooks' smaller studies, each a script of its own
 SECTIONS += ("norm_position", "train_seeds", "lm_best_profile", "lm_best_sweep")
 STEP_IMPLS = ("seed-style", "expert", "minitf", "minitf+fast(exact)", "minitf+fast")
@@ -413,6 +416,28 @@ def bench_notebooks(args, results: Path) -> dict:
     return out
 
 
+def bench_suite(args) -> dict:
+    """`make test-unit` and `make test` in turn (A B A B …, so that the machine's load hits both
+    alike): pytest's own time of each run, the figure the Makefile's targets are held to."""
+    repeats = 1 if args.quick else args.suite_repeats
+    out = {"date": utc_now(), "loadavg_start": loadavg(), "cpu": cpu_model(), "cores": os.cpu_count(),
+           "instructions": instructions(), "runs": {"test-unit": [], "test": []}}
+    for r in range(repeats):
+        for target in out["runs"]:
+            t0 = time.perf_counter()
+            proc = subprocess.run(["make", "--no-print-directory", target], cwd=ROOT,
+                                  capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+            found = re.search(r" in ([\d.]+)s", tail)
+            out["runs"][target].append({"pytest_seconds": float(found[1]) if found else None,
+                                        "wall_seconds": wall, "exit_code": proc.returncode,
+                                        "summary": tail.strip("= ")})
+            print(f"  make {target} {r + 1}/{repeats}: {tail.strip('= ')}", flush=True)
+    out["loadavg_end"] = loadavg()
+    return out
+
+
 # --- the static site (make site) -----------------------------------------------------------------
 
 def bench_site(args) -> dict:
@@ -669,6 +694,21 @@ def render(results: Path, out_md: Path, argv: list[str]) -> None:
         if slowest:
             goals.append((f"every notebook ≤ {NOTEBOOK_GOAL_S} s (slowest: {slowest})",
                           per_nb[slowest]["median"] <= NOTEBOOK_GOAL_S, f"{fmt(per_nb[slowest])} s"))
+    suite = load("suite")
+    if suite:
+        L += ["### The test suite", "", f"`{suite.get('run_command', 'python bench/run.py')}`", "",
+              f"Run {suite['date']} on {suite['cpu']} ({suite['instructions']}), {suite['cores']} cores, load "
+              f"average {suite['loadavg_start']} → {suite['loadavg_end']}. `make test-unit` and `make test` "
+              "in turn; pytest's own time (the summary line's), set-up excluded.", "",
+              "| command | pytest seconds | runs passed |", "|---|---|---|"]
+        for target, goal in (("test-unit", TEST_UNIT_GOAL_S), ("test", TEST_GOAL_S)):
+            runs = suite["runs"][target]
+            times = [r["pytest_seconds"] for r in runs if r["pytest_seconds"] is not None]
+            passed = sum(r["exit_code"] == 0 for r in runs)
+            L.append(f"| `make {target}` | {fmt(stats(times)) if times else '—'} | {passed} of {len(runs)} |")
+            goals.append((f"pytest of `make {target}` ≤ {goal} s", bool(times) and passed == len(runs)
+                          and statistics.median(times) <= goal, f"{fmt(stats(times))} s" if times else "—"))
+        L.append("")
     L += ["## 4. Origami: growth vs scratch", ""]
     if origami and origami["results"]:
         if origami.get("runs"):
@@ -821,6 +861,7 @@ def main(argv=None) -> int:
     p.add_argument("--stop-when-solved", action="store_true",
                    help="end each recipe run at its first solved evaluation (implied by --quick)")
     p.add_argument("--nb-repeats", type=int, default=2)
+    p.add_argument("--suite-repeats", type=int, default=3, help="runs of each of make test-unit and make test")
     p.add_argument("--origami", choices=["run", "collect"], default="run",
                    help="run the bench/origami_*.py experiments (--quick passes --quick) or only collect their results")
     p.add_argument("--results", type=Path, default=RESULTS,
@@ -856,7 +897,8 @@ def main(argv=None) -> int:
                     "lm_best_profile": lambda: bench_script("lm_best_profile.py", args),
                     "lm_best_sweep": lambda: bench_script("lm_best_sweep.py", args),
                     "muon_step": lambda: bench_muon_step(args, results),
-                    "lm_best_time": lambda: bench_script("lm_best_time.py", args)}
+                    "lm_best_time": lambda: bench_script("lm_best_time.py", args),
+                    "suite": lambda: bench_suite(args)}
         for name in SECTIONS:
             if name in args.only:
                 print(f"[{utc_now()}] {name} …", flush=True)

@@ -120,6 +120,22 @@ def test_runner_reads_the_recipe_command(tmp_path, monkeypatch):
                            "--out", "m.pt"]
 
 
+def test_the_suite_section_reads_pytests_own_time_and_holds_it_to_the_goals(tmp_path, monkeypatch):
+    run = script("bench/run.py", "bench_run")
+    said = {"test-unit": "== 1904 passed, 2 skipped in 24.10s ==", "test": "== 2172 passed in 51.30s =="}
+    real = run.subprocess.run
+    monkeypatch.setattr(run.subprocess, "run", lambda cmd, **kw: type("Done", (), {
+        "returncode": 0, "stdout": f"...\n{said[cmd[-1]]}\n"})() if cmd[0] == "make" else real(cmd, **kw))
+    data = run.bench_suite(type("Args", (), {"quick": False, "suite_repeats": 2})())
+    assert [r["pytest_seconds"] for r in data["runs"]["test-unit"]] == [24.1, 24.1]
+    run.save_result("suite", data, tmp_path)
+    run.render(tmp_path, tmp_path / "REPORT.md", [])
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "| `make test-unit` | 24.1 (24.1–24.1) | 2 of 2 |" in report
+    assert "| pytest of `make test-unit` ≤ 25 s | yes |" in report
+    assert "| pytest of `make test` ≤ 50 s | **no** | 51.3 (51.3–51.3) s |" in report
+
+
 # --- every script in bench/ earns its place: `make bench` reaches it -------------------------------
 
 import ast  # noqa: E402
