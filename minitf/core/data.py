@@ -221,15 +221,27 @@ def iter_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: i
         raise ValueError(f"cannot make {n} distinct inputs of length {min_len}–{max_len}: there "
                          f"are {capacity - reachable} (not counting the excluded ones)")
     pool = sorted(letters)
+    getrandbits = rng.getrandbits
+
+    def choices(chars, length: int) -> bytes:
+        """`length` bytes of rng.choice(chars), the same draws: CPython's choice takes
+        getrandbits(k.bit_length()) until it is below k = len(chars) (the stream the stored
+        checkpoints were made with), here without two calls per byte."""
+        k, x = len(chars), bytearray()
+        while len(x) < length:
+            r = getrandbits(k.bit_length())
+            if r < k:
+                x.append(chars[r])
+        return bytes(x)
 
     def draw():
         made = 0
         while made < n:
             if repeats and rng.random() < repeats:
                 few = rng.sample(pool, min(len(pool), rng.randint(2, 6)))
-                x = bytes(rng.choice(few) for _ in range(rng.randint(max(min_len, min(3, max_len)), max_len)))
+                x = choices(few, rng.randint(max(min_len, min(3, max_len)), max_len))
             else:
-                x = bytes(rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len)))
+                x = choices(alphabet, rng.randint(min_len, max_len))
             if x not in seen:
                 seen.add(x)
                 made += 1
