@@ -261,7 +261,8 @@ def make_splits(task: str, n_train: int, n_val: int, seed: int = 0, *, min_len: 
     itself instead (`train --train FILE` without `--val`: minitf.cli.settings.hold_out).
     min_len = max_len gives inputs of one length: the byte to copy then sits a fixed distance back.
     The same arguments give the same pairs, so the last few splits are kept: a checkpoint's pairs
-    asked for again (checkpoint_pairs, in a notebook's next cell) come back at once, as new lists.
+    asked for again (checkpoint_pairs, in a notebook's next cell) come back at once, as new lists,
+    and so do its training pairs when other held-out pairs are asked for (another n_val).
     """
     train, val = _splits(task, n_train, n_val, seed, min_len, max_len, repeats, val_repeats)
     return list(train), list(val)
@@ -269,10 +270,16 @@ def make_splits(task: str, n_train: int, n_val: int, seed: int = 0, *, min_len: 
 
 @functools.lru_cache(maxsize=4)
 def _splits(task, n_train, n_val, seed, min_len, max_len, repeats, val_repeats):
-    train = make_pairs(task, n_train, seed + 1000, min_len=min_len, max_len=max_len, repeats=repeats)
+    train = _training_pairs(task, n_train, seed, min_len, max_len, repeats)
     val = make_pairs(task, n_val, seed + 2000, min_len=min_len, max_len=max_len,
                      exclude=[p.input for p in train], repeats=val_repeats)
-    return tuple(train), tuple(val)
+    return train, tuple(val)
+
+
+@functools.lru_cache(maxsize=4)
+def _training_pairs(task, n_train, seed, min_len, max_len, repeats):
+    return tuple(make_pairs(task, n_train, seed + 1000, min_len=min_len, max_len=max_len,
+                            repeats=repeats))
 
 
 # --- batches -------------------------------------------------------------------------------------
