@@ -8,6 +8,7 @@ import torch
 
 import minitf
 from support import ROOT
+from minitf.core.evaluate import teacher_forced_exact_match as exact_match  # greedy's, in one pass
 from minitf.core.rope import position_ids
 from minitf.course.by_hand import HandSet, shift_by_hand
 from test_checkpoints import maker
@@ -25,7 +26,7 @@ def test_it_solves_shift_on_every_length_up_to_24_with_no_training(d_model, para
     for lo, hi, seed in [(1, 12, 101), (13, 24, 102)]:  # 13-24: longer than any trained solver saw
         pairs = fresh_pairs(600, seed, lo, hi)
         assert sum(len(set(p.input)) < len(p.input) for p in pairs) > 150  # repeated bytes too
-        assert minitf.evaluate(model, pairs)["exact_match"] >= 0.999
+        assert exact_match(model, pairs) >= 0.999
     assert minitf.generate(model, "Hello, world~") == b"Ifmmp-!xpsme "
 
 
@@ -53,7 +54,7 @@ def test_the_query_peaks_one_id_ahead_and_the_tab_key_sits_between():
 ])
 def test_each_named_number_matters(broken, why):
     model = shift_by_hand(broken)
-    assert minitf.evaluate(model, fresh_pairs(300, 103, 13, 24))["exact_match"] < 0.5, why
+    assert exact_match(model, fresh_pairs(300, 103, 13, 24)) < 0.5, why
 
 
 def test_the_shipped_checkpoint_is_what_its_recorded_call_builds():
@@ -67,7 +68,7 @@ def test_the_shipped_checkpoint_is_what_its_recorded_call_builds():
         assert torch.equal(a, b), name
     c = make.BY_HAND_CHECK
     pairs = fresh_pairs(c["n"], c["seed"], c["min_len"], c["max_len"])
-    assert minitf.evaluate(shipped, pairs)["exact_match"] == shipped.metadata["val"]["exact_match"] == 1.0
+    assert exact_match(shipped, pairs) == shipped.metadata["val"]["exact_match"] == 1.0
 
 
 def test_exact_match_by_length_shows_where_a_trained_solver_breaks():

@@ -143,15 +143,16 @@ def test_cli_data_make_refuses_to_overwrite(tmp_path, capsys):
 
 def test_cli_train_eval_generate(tmp_path, capsys):
     ckpt = tmp_path / "m.pt"
-    assert main(["train", "--train", "data/train.txt", "--val", "data/val.txt", "--steps", "5",
-                 "--out", str(ckpt), "--no-progress"]) == 0
+    val = minitf.write_pairs(tmp_path / "val.txt", minitf.read_pairs("data/val.txt")[:8])
+    assert main(["train", "--train", "data/train.txt", "--val", str(val), "--steps", "5",
+                 "--d-model", "8", "--out", str(ckpt), "--no-progress"]) == 0
     assert "saved" in capsys.readouterr().out
     assert load(ckpt).metadata["steps"] == 5
     meta = load(ckpt).metadata
-    assert meta["command"] == ("python -m minitf train --train data/train.txt --val data/val.txt "
-                               f"--steps 5 --out {ckpt}")  # --no-progress changes nothing: left out
+    assert meta["command"] == (f"python -m minitf train --train data/train.txt --val {val} "
+                               f"--steps 5 --d-model 8 --out {ckpt}")  # --no-progress: left out
     assert len(meta["loss_curve"]) == 1 and meta["val_curve"][-1]["step"] == 5
-    assert main(["eval", str(ckpt), "data/val.txt"]) == 0
+    assert main(["eval", str(ckpt), str(val)]) == 0
     assert '"exact_match"' in capsys.readouterr().out
     assert main(["generate", str(ckpt), "abc"]) == 0
     assert capsys.readouterr().out.startswith("abc\t")

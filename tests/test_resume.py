@@ -30,12 +30,12 @@ def fresh_model(**config):
 def pairs_run():
     train_pairs = minitf.make_pairs("copy", 50, seed=0, max_len=4)  # 3 batches an epoch: wraps
     val = minitf.make_pairs("copy", 8, seed=1, max_len=4)
-    return {}, (train_pairs, val), dict(steps=60, batch_size=16, lr=1e-2, warmup=5, eval_every=20)
+    return {}, (train_pairs, val), dict(steps=30, batch_size=16, lr=1e-2, warmup=5, eval_every=10)
 
 
 def text_run():
     text = minitf.read_text(ROOT / "data" / "text" / "tinyshakespeare.txt", 16)
-    return {"max_len": 16}, (text.train,), dict(steps=40, batch_size=4, lr=1e-2, warmup=5)
+    return {"max_len": 16}, (text.train,), dict(steps=20, batch_size=4, lr=1e-2, warmup=5)
 
 
 @pytest.mark.parametrize("run", [pairs_run, text_run], ids=["pairs", "text"])
@@ -47,8 +47,8 @@ def test_stopped_saved_and_resumed_equals_uninterrupted_bit_for_bit(run, tmp_pat
     model, steps_seen = fresh_model(**config), []
     part = minitf.train(model, *data, progress=False, seed=3, **options,
                         after_step=lambda h: steps_seen.append(h.step),
-                        should_stop=lambda: steps_seen[-1] >= 27)
-    assert part.interrupted and part.step == 27 and steps_seen == list(range(1, 28))
+                        should_stop=lambda: steps_seen[-1] >= 13)  # after a validation, mid-epoch
+    assert part.interrupted and part.step == 13 and steps_seen == list(range(1, 14))
     path = minitf.save(model, tmp_path / "part.pt", train_state=part.state())
 
     resumed = minitf.load(path)  # weights_only=True reads the training state too
@@ -129,7 +129,7 @@ def test_cli_signal_saves_and_resume_equals_uninterrupted(sig, uninterrupted, tm
 
 def test_cli_resume_takes_the_recorded_flags_and_refuses_others(tmp_path, capsys):
     out = tmp_path / "m.pt"
-    assert main([*RUN[:-3], "--steps", "30", "--no-progress", "--out", str(out)]) == 0
+    assert main([*RUN[:-3], "--steps", "2", "--no-progress", "--out", str(out)]) == 0  # a finished run
     assert main(["train", "--resume", str(out), "--out", str(out)]) == 2
     assert "holds no training state" in capsys.readouterr().err  # a finished run
     model = minitf.load(out)

@@ -110,10 +110,10 @@ def test_one_training_loop_for_text_lowers_the_loss_below_unigram(tmp_path):
     text = read_text(write(tmp_path, b"the cat sat on the mat. " * 40), context=16)
     torch.manual_seed(0)
     model = Transformer(Config(d_model=32, n_heads=4, norm_position="pre", dropout=0.0, max_len=16))
-    hist = minitf.train(model, text.train, text.val, steps=60, batch_size=16, lr=1e-2,
-                        eval_every=30, progress=False)
-    assert [v["step"] for v in hist.val] == [30, 60] and hist.tokens == 60 * 16 * 16
-    assert hist.val[-1]["loss"] < text_baselines(text).bigram
+    hist = minitf.train(model, text.train, text.val, steps=30, batch_size=16, lr=1e-2,
+                        eval_every=15, progress=False)
+    assert [v["step"] for v in hist.val] == [15, 30] and hist.tokens == 30 * 16 * 16
+    assert hist.val[-1]["loss"] < text_baselines(text).bigram  # 1.04 against 1.90 (perturbed too)
     assert hist.val[-1]["bits_per_byte"] == pytest.approx(hist.val[-1]["loss"] / math.log(2))
 
 

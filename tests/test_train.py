@@ -30,11 +30,11 @@ def test_training_lowers_the_loss_and_reports_history():
     pairs = make_pairs("copy", 64, seed=0, max_len=4)
     model = Transformer(Config(d_model=16, n_heads=2))
     before = evaluate(model, pairs)["loss"]
-    hist = train(model, pairs, pairs[:16], steps=60, batch_size=32, lr=1e-2, eval_every=30,
+    hist = train(model, pairs, pairs[:16], steps=30, batch_size=32, lr=1e-2, eval_every=15,
                  progress=False)
-    assert len(hist.loss) == len(hist.lr) == 60
-    assert [v["step"] for v in hist.val] == [30, 60]
-    assert hist.val[-1]["loss"] < before - 1.0
+    assert len(hist.loss) == len(hist.lr) == 30
+    assert [v["step"] for v in hist.val] == [15, 30]
+    assert hist.val[-1]["loss"] < before - 1.0  # 1.78-1.87 lower from three seeds, each perturbed too
     assert hist.tokens > 0 and hist.optimizer is not None
 
 

@@ -221,15 +221,27 @@ def iter_pairs(task: str, n: int, seed: int = 0, *, min_len: int = 1, max_len: i
         raise ValueError(f"cannot make {n} distinct inputs of length {min_len}–{max_len}: there "
                          f"are {capacity - reachable} (not counting the excluded ones)")
     pool = sorted(letters)
+    getrandbits = rng.getrandbits
+
+    def choices(chars, length: int) -> bytes:
+        """`length` bytes of rng.choice(chars), the same draws: CPython's choice takes
+        getrandbits(k.bit_length()) until it is below k = len(chars) (the stream the stored
+        checkpoints were made with), here without two calls per byte."""
+        k, x = len(chars), bytearray()
+        while len(x) < length:
+            r = getrandbits(k.bit_length())
+            if r < k:
+                x.append(chars[r])
+        return bytes(x)
 
     def draw():
         made = 0
         while made < n:
             if repeats and rng.random() < repeats:
                 few = rng.sample(pool, min(len(pool), rng.randint(2, 6)))
-                x = bytes(rng.choice(few) for _ in range(rng.randint(max(min_len, min(3, max_len)), max_len)))
+                x = choices(few, rng.randint(max(min_len, min(3, max_len)), max_len))
             else:
-                x = bytes(rng.choice(alphabet) for _ in range(rng.randint(min_len, max_len)))
+                x = choices(alphabet, rng.randint(min_len, max_len))
             if x not in seen:
                 seen.add(x)
                 made += 1
@@ -249,7 +261,8 @@ def make_splits(task: str, n_train: int, n_val: int, seed: int = 0, *, min_len: 
     itself instead (`train --train FILE` without `--val`: minitf.cli.settings.hold_out).
     min_len = max_len gives inputs of one length: the byte to copy then sits a fixed distance back.
     The same arguments give the same pairs, so the last few splits are kept: a checkpoint's pairs
-    asked for again (checkpoint_pairs, in a notebook's next cell) come back at once, as new lists.
+    asked for again (checkpoint_pairs, in a notebook's next cell) come back at once, as new lists,
+    and so do its training pairs when other held-out pairs are asked for (another n_val).
     """
     train, val = _splits(task, n_train, n_val, seed, min_len, max_len, repeats, val_repeats)
     return list(train), list(val)
@@ -257,10 +270,16 @@ def make_splits(task: str, n_train: int, n_val: int, seed: int = 0, *, min_len: 
 
 @functools.lru_cache(maxsize=4)
 def _splits(task, n_train, n_val, seed, min_len, max_len, repeats, val_repeats):
-    train = make_pairs(task, n_train, seed + 1000, min_len=min_len, max_len=max_len, repeats=repeats)
+    train = _training_pairs(task, n_train, seed, min_len, max_len, repeats)
     val = make_pairs(task, n_val, seed + 2000, min_len=min_len, max_len=max_len,
                      exclude=[p.input for p in train], repeats=val_repeats)
-    return tuple(train), tuple(val)
+    return train, tuple(val)
+
+
+@functools.lru_cache(maxsize=4)
+def _training_pairs(task, n_train, seed, min_len, max_len, repeats):
+    return tuple(make_pairs(task, n_train, seed + 1000, min_len=min_len, max_len=max_len,
+                            repeats=repeats))
 
 
 # --- batches -------------------------------------------------------------------------------------

@@ -176,7 +176,7 @@ def generation_loop(model, ids: torch.Tensor, max_new_tokens: int, pick, *, cach
                 nxt = torch.where(done, torch.full_like(nxt, EOS), nxt)
                 done |= nxt == EOS
             ids = torch.cat([ids, nxt[:, None]], dim=1)
-            rows.append(logits)
+            rows.append(logits.contiguous())  # a copy: a view would keep the step's (B, T, V) alive
             if on_step is not None:
                 on_step(nxt)
             if until_eos and done.all():

@@ -250,8 +250,8 @@ def test_05_the_shortcut_model_fails_on_doubled_bytes_not_on_repeats_apart():
     fresh = minitf.make_pairs("shift", 2000, seed=21, exclude=seen)
     apart = [p for p in fresh if len(set(p.input)) < len(p.input) and not doubled(p.input)]
     twice = [p for p in fresh if doubled(p.input)]
-    assert minitf.evaluate(uniform, apart)["exact_match"] > 0.97
-    assert minitf.evaluate(uniform, twice)["exact_match"] < 0.7
+    exact_match = minitf.core.evaluate.teacher_forced_exact_match  # greedy's, in one forward pass
+    assert exact_match(uniform, apart) > 0.97 and exact_match(uniform, twice) < 0.7
 
 
 def test_06_try_this_outcomes_of_the_selector():
