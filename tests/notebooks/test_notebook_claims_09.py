@@ -1,6 +1,7 @@
 """What notebook 09 says in words about lm.pt, held to the checkpoint: how far back it reads (its loss
 by the number of bytes read) and how word-like its samples are at each temperature (the share of
 their words that occur in the training text, as notebook 03 measures it)."""
+import copy
 import math
 
 import pytest
@@ -21,6 +22,12 @@ SPANS = [(1, 1), (2, 4), (5, 8), (9, 16), (17, 32), (33, 64)]
 def lm():
     torch.set_num_threads(1)
     return minitf.load(ROOT / "data" / "checkpoints" / "lm.pt")
+
+
+@pytest.fixture(scope="module")
+def lm64(lm):
+    """lm in float64, a copy: Module.double() converts in place, and lm is shared by the file."""
+    return copy.deepcopy(lm).double()
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +74,8 @@ def word_share(sample: bytes, words: set) -> float:
 
 
 @pytest.mark.slow
-def test_the_lowest_temperature_writes_the_most_words(lm, text):
+def test_the_lowest_temperature_writes_the_most_words(lm64, text):
     said = markdown(NOTEBOOK)
-    lm64 = lm.double()
     words = set(bytes(text.train.data.tolist()).decode().split())
     shown = {T: word_share(minitf.generate_text(lm64, "ROMEO:\n", 120, temperature=T, seed=0), words)
              for T in (0.5, 1.0, 1.5)}
@@ -120,9 +126,9 @@ def test_the_small_model_passes_the_bigram_with_a_margin(text):
     assert quick["loss"] < bigram - 0.1 and history.loss[-1] < bigram
 
 
-def test_the_sampler_widget_draws_the_notebooks_continuation_and_top_p_cuts_the_tail(lm):
+def test_the_sampler_widget_draws_the_notebooks_continuation_and_top_p_cuts_the_tail(lm64):
     from minitf.views.lm_view import TextSampler
-    sampler = TextSampler(lm.double(), "ROMEO:", length=60, temperature=0.8, top_p=0.9, step=1)
+    sampler = TextSampler(lm64, "ROMEO:", length=60, temperature=0.8, top_p=0.9, step=1)
     assert sampler.state["steps"] == 60 and abs(float(sampler.state["probs"].sum()) - 1) < 1e-12
     assert int((sampler.state["probs"] > 0).sum()) < int((sampler.state["raw"] > 1e-6).sum())  # top-p cut the tail
     assert printed(NOTEBOOK, results=True, containing="sampler = TextSampler(") == repr(sampler)
