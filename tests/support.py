@@ -15,7 +15,7 @@ import torch
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 sys.path.insert(0, str(ROOT / "tools"))
-import course_map  # noqa: E402  (tools/course_map.py: its notebook reader is the tests' too)
+import course_map  # noqa: E402  (tools/course_map.py: its notebook reader, and the course map test files import from here)
 
 # --- float32 against float64 -----------------------------------------------------------------------
 

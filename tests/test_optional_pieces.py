@@ -9,7 +9,6 @@ tests/notebooks/test_course_budget.py.
 """
 import inspect
 import re
-import sys
 
 import pytest
 import torch
@@ -20,10 +19,8 @@ from minitf.course import my_parts
 from minitf.course import training_parts as tp
 from minitf.course.exercises import EXERCISES
 from minitf.experiments import train_seeds
-from support import ROOT, run_with_saved_pieces
+from support import course_map, run_with_saved_pieces
 
-sys.path.insert(0, str(ROOT / "tools"))
-import course_map  # noqa: E402  (tools/course_map.py)
 
 OPTIONAL = sorted(name for name, ex in EXERCISES.items() if ex.optional)
 PIECES = {**parts.PIECES, **tp.TRAINING_PIECES}  # every piece notebook 08 builds from

@@ -11,14 +11,11 @@ import importlib.util
 import json
 import re
 import subprocess
-import sys
 
 import pytest
 
-from support import ROOT, joined, numbers
+from support import course_map, ROOT, joined, numbers
 from minitf.course.exercises import EXERCISES
-sys.path.insert(0, str(ROOT / "tools"))
-import course_map  # noqa: E402  (tools/course_map.py: the tracks and a learner's minutes)
 
 MAIN = [p for p in course_map.notebooks() if course_map.track(p.name) == "main path"]
 

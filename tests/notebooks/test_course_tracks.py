@@ -3,14 +3,11 @@ extra's exercise or an extra-only stored result (a forward pointer in prose is f
 notebook is listed in its track by the README and the site, and no main-path cell shows the harness."""
 import json
 import re
-import sys
 
 import pytest
 
-from support import ROOT, indexed, outputs
+from support import course_map, ROOT, indexed, outputs
 from minitf.course.exercises import EXERCISES
-sys.path.insert(0, str(ROOT / "tools"))
-import course_map  # noqa: E402  (tools/course_map.py: the tracks and a learner's minutes)
 
 NOTEBOOKS = course_map.notebooks()
 MAIN = [p for p in NOTEBOOKS if course_map.track(p.name) == "main path"]

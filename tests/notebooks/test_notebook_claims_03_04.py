@@ -4,7 +4,6 @@ can state them without a wall of asserts."""
 import json
 import math
 import re
-import sys
 
 import pytest
 import torch
@@ -12,11 +11,9 @@ import torch
 import minitf
 import minitf.core.baselines
 from minitf.experiments.norm_position import baselines, load_norm_position, run
-from support import (ROOT, cell_output, cells, code, code_cell, exercise_checks, joined, markdown,
+from support import (course_map, ROOT, cell_output, cells, code, code_cell, exercise_checks, joined, markdown,
                      numbers, printed, source)
 
-sys.path.insert(0, str(ROOT / "tools"))
-import course_map  # noqa: E402  (tools/course_map.py: the words a learner reads)
 
 
 # --- 03 · attention -------------------------------------------------------------------------------

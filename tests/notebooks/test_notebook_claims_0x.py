@@ -2,18 +2,15 @@
 nothing: the course map's tracks, the "Common bug" call-outs, the RoPE facts the text quotes."""
 import math
 import re
-import sys
 
 import pytest
 import torch
 
 import minitf
-from support import ROOT, executed, joined, numbers, printed
+from support import course_map, ROOT, executed, joined, numbers, printed
 from minitf import Config, MultiHeadAttention, rope_angles, rope_frequencies
 from minitf.core.train import make_optimizer
 from minitf.course.exercises import EXERCISES
-sys.path.insert(0, str(ROOT / "tools"))
-import course_map  # noqa: E402  (tools/course_map.py)
 
 
 # --- 00: the course map -------------------------------------------------------------------------

@@ -37,11 +37,8 @@ def test_10_states_no_time_of_its_own_but_the_course_maps():
     """The map's minutes for 10 are counted by tools/course_map.py; the notebook must not state another
     (it once said "About 10 minutes" while the map said 5): any "N minutes" in it is the map's."""
     import re
-    import sys
 
-    from support import ROOT, markdown
-    sys.path.insert(0, str(ROOT / "tools"))
-    import course_map  # noqa: E402  (tools/course_map.py)
+    from support import course_map, markdown
 
     stated = [int(m) for m in re.findall(r"(\d+) min(?:utes?)?\b", markdown(NOTEBOOK))]
     minutes, _ = course_map.stated_map()["notebooks"][NOTEBOOK]

@@ -2,15 +2,12 @@
 output (the learner predicts, runs it, sees what it prints, then opens the answer), and every
 "Try this" says what to expect. The answers are held against a real run in test_predictions_run.py."""
 import re
-import sys
 
 import pytest
 
 from browser.predict_regions import first_shown_line, notebook_regions, visible_answers
-from support import ROOT, cells, indexed
+from support import course_map, ROOT, cells, indexed
 
-sys.path.insert(0, str(ROOT / "tools"))
-import course_map  # noqa: E402  (tools/course_map.py)
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
